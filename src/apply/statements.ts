@@ -1,0 +1,111 @@
+import { CLAIMED_EFFECT_COLUMNS } from "../effects/executor";
+import type { ProviderName } from "../env";
+
+/**
+ * The single writer of resource state (DESIGN invariant 7). Every statement takes its rows as
+ * one JSON array bound to one parameter (`json_each`), so a batch of any size stays within D1's
+ * 100-bound-parameter limit, and the whole set is one `batch()`: one transaction, one round trip.
+ */
+
+/** One snapshot to apply; `ref` is the delivery row behind it (null for reconcile snapshots). */
+export interface ApplyRow {
+	ref: number | null;
+	provider: ProviderName;
+	type: string;
+	id: string;
+	wallet: string | null;
+	version: number;
+	status: string;
+	data: unknown;
+	source: "webhook" | "reconcile";
+}
+
+export interface EffectRow {
+	provider: string;
+	type: string;
+	id: string;
+	version: number;
+	kind: string;
+	payload: unknown;
+}
+
+/**
+ * Invariant 5, in SQL: the stored row changes only when the incoming version is greater.
+ * Rows for the same resource are applied in array order, each against the result of the last,
+ * so a batch ends at its highest version whatever the order of its messages.
+ */
+export const UPSERT_RESOURCES = `
+INSERT INTO resources (provider, type, id, wallet, version, status, data, updated_at, source)
+SELECT value->>'provider', value->>'type', value->>'id', value->>'wallet', value->>'version',
+       value->>'status', value->'data', ?2, value->>'source'
+FROM json_each(?1) WHERE true
+ON CONFLICT (provider, type, id) DO UPDATE SET
+  wallet = excluded.wallet, version = excluded.version, status = excluded.status, data = excluded.data,
+  updated_at = excluded.updated_at, source = excluded.source
+WHERE excluded.version > resources.version`;
+
+/** A delivery is `processed` when the state now holds its version, `stale` when it holds a newer one. */
+export const MARK_APPLIED = `
+UPDATE deliveries SET
+  status = CASE WHEN r.version > j.version THEN 'stale' ELSE 'processed' END,
+  status_at = ?2, processed_at = ?2, attempts = attempts + 1, last_error = NULL, send_token = NULL
+FROM (SELECT value->>'ref' AS ref, value->>'provider' AS provider, value->>'type' AS type,
+             value->>'id' AS rid, value->>'version' AS version
+      FROM json_each(?1)) AS j
+JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.id = j.rid
+WHERE deliveries.id = j.ref`;
+
+/**
+ * Invariant 6: effect rows only for snapshots the state now holds, unique per (resource, kind),
+ * in the same transaction as the state change.
+ */
+export const INSERT_EFFECTS = `
+INSERT INTO effects (provider, resource_type, resource_id, kind, status, payload, created_at)
+SELECT j.provider, j.type, j.rid, j.kind, 'pending', j.payload, ?2
+FROM (SELECT value->>'provider' AS provider, value->>'type' AS type, value->>'id' AS rid,
+             value->>'version' AS version, value->>'kind' AS kind, value->'payload' AS payload
+      FROM json_each(?1)) AS j
+JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.id = j.rid AND r.version = j.version
+WHERE true
+ON CONFLICT (provider, resource_type, resource_id, kind) DO NOTHING`;
+
+/** Claims the pending effects of the touched resources for execution right after commit. */
+export const CLAIM_EFFECTS = `
+UPDATE effects SET claimed_until = ?2
+WHERE status = 'pending' AND claimed_until <= ?3
+  AND (provider, resource_type, resource_id) IN
+      (SELECT value->>'provider', value->>'type', value->>'id' FROM json_each(?1))
+RETURNING ${CLAIMED_EFFECT_COLUMNS}`;
+
+export const MARK_IGNORED = `
+UPDATE deliveries SET status = 'ignored', status_at = ?2, processed_at = ?2, attempts = attempts + 1,
+  last_error = NULL, send_token = NULL
+WHERE id IN (SELECT value FROM json_each(?1))`;
+
+export const MARK_FAILED = `
+UPDATE deliveries SET status = 'failed', status_at = ?2, attempts = attempts + 1,
+  last_error = j.error, send_token = NULL
+FROM (SELECT value->>'ref' AS ref, value->>'error' AS error FROM json_each(?1)) AS j
+WHERE deliveries.id = j.ref`;
+
+/** D1 caps a string at 2 MB; 600k UTF-16 units is at most 1.8 MB of UTF-8 whatever the text. */
+export const MAX_CHUNK_BYTES = 600_000;
+
+/** Splits rows into JSON arrays of at most MAX_CHUNK_BYTES (a single larger row stands alone). */
+export function jsonChunks(rows: readonly unknown[], maxBytes = MAX_CHUNK_BYTES): string[] {
+	const chunks: string[] = [];
+	let current: string[] = [];
+	let size = 2;
+	for (const row of rows) {
+		const json = JSON.stringify(row);
+		if (current.length > 0 && size + json.length + 1 > maxBytes) {
+			chunks.push(`[${current.join(",")}]`);
+			current = [];
+			size = 2;
+		}
+		current.push(json);
+		size += json.length + 1;
+	}
+	if (current.length > 0) chunks.push(`[${current.join(",")}]`);
+	return chunks;
+}

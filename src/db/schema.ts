@@ -1,0 +1,116 @@
+/**
+ * The D1 schema. This file is the source of `migrations/` (`npm run db:generate`).
+ * Times are epoch milliseconds (integers) so that comparisons and indexes stay cheap.
+ */
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/**
+ * The inbox: one row per provider delivery, unique on (provider, message_id). The unique key is
+ * the dedupe window (kept `DEDUPE_RETENTION_DAYS`); the raw body is the replay source (kept
+ * `RETENTION_DAYS`, then set to NULL).
+ */
+export const deliveries = sqliteTable(
+	"deliveries",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		provider: text("provider").notNull(),
+		messageId: text("message_id").notNull(),
+		event: text("event").notNull(),
+		/** received -> enqueued -> processed | stale | ignored | failed */
+		status: text("status").notNull(),
+		rawBody: text("raw_body"),
+		bodyBytes: integer("body_bytes").notNull(),
+		/** The sender's own attempt counter (BlooBank deliveryAttempt), for audit. */
+		providerAttempt: integer("provider_attempt"),
+		resourceType: text("resource_type"),
+		resourceId: text("resource_id"),
+		resourceVersion: integer("resource_version"),
+		receivedAt: integer("received_at").notNull(),
+		/** Time of the last status change or send; the sweep measures staleness from it. */
+		statusAt: integer("status_at").notNull(),
+		/** Who may send this row to the queue now (see src/ingress/inbox.ts). */
+		sendToken: text("send_token"),
+		sendTokenAt: integer("send_token_at"),
+		/** Queue consumer attempts. */
+		attempts: integer("attempts").notNull().default(0),
+		duplicates: integer("duplicates").notNull().default(0),
+		lastDuplicateAt: integer("last_duplicate_at"),
+		lastError: text("last_error"),
+		processedAt: integer("processed_at"),
+	},
+	(t) => [
+		uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
+		index("deliveries_status_status_at").on(t.status, t.statusAt),
+		index("deliveries_received_at").on(t.receivedAt),
+		index("deliveries_resource").on(t.provider, t.resourceType, t.resourceId),
+	],
+);
+
+/** The local mirror of provider state. Only src/apply writes it (one writer). */
+export const resources = sqliteTable(
+	"resources",
+	{
+		provider: text("provider").notNull(),
+		type: text("type").notNull(),
+		id: text("id").notNull(),
+		wallet: text("wallet"),
+		version: integer("version").notNull(),
+		status: text("status").notNull(),
+		data: text("data").notNull(),
+		updatedAt: integer("updated_at").notNull(),
+		/** webhook | reconcile */
+		source: text("source").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.provider, t.type, t.id] }), index("resources_updated_at").on(t.updatedAt)],
+);
+
+/**
+ * The effects outbox: one row per (resource, effect kind), written in the same D1 batch as the
+ * state change that first observed it, executed after commit (src/effects/).
+ */
+export const effects = sqliteTable(
+	"effects",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		provider: text("provider").notNull(),
+		resourceType: text("resource_type").notNull(),
+		resourceId: text("resource_id").notNull(),
+		kind: text("kind").notNull(),
+		/** pending | done */
+		status: text("status").notNull(),
+		/** JSON snapshot of the resource as first observed. */
+		payload: text("payload").notNull(),
+		attempts: integer("attempts").notNull().default(0),
+		lastError: text("last_error"),
+		createdAt: integer("created_at").notNull(),
+		/** An executor holds the effect until then; after it, the sweep may take it over. */
+		claimedUntil: integer("claimed_until").notNull().default(0),
+		doneAt: integer("done_at"),
+	},
+	(t) => [
+		uniqueIndex("effects_resource_kind").on(t.provider, t.resourceType, t.resourceId, t.kind),
+		index("effects_status_claimed").on(t.status, t.claimedUntil),
+	],
+);
+
+/** Settled totals per currency, in minor units; written only by the `settled` effect. */
+export const settledTotals = sqliteTable("settled_totals", {
+	currency: text("currency").primaryKey(),
+	count: integer("count").notNull().default(0),
+	amount: integer("amount").notNull().default(0),
+});
+
+/** Metadata of rejected requests; never the body or the signature header (DESIGN invariant 1). */
+export const rejections = sqliteTable(
+	"rejections",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		provider: text("provider").notNull(),
+		reason: text("reason").notNull(),
+		status: integer("status").notNull(),
+		size: integer("size").notNull(),
+		ip: text("ip"),
+		at: integer("at").notNull(),
+	},
+	(t) => [index("rejections_at").on(t.at), index("rejections_reason").on(t.reason)],
+);

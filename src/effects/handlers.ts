@@ -1,0 +1,85 @@
+/**
+ * YOUR BUSINESS LOGIC GOES HERE: what happens the first time an order reaches a state.
+ *
+ * Each handler has up to two parts:
+ * - `run`: external work (HTTP calls, emails). Runs after the state change committed, and again
+ *   on retry if it throws or the worker dies before the effect is marked done: at-least-once.
+ *   Send `effect.id` as an idempotency key to whatever you call.
+ * - `writes`: D1 statements committed in the same transaction that marks the effect done:
+ *   exactly once, even if two executors race.
+ * A handler that throws leaves the effect `pending`; the sweep cron retries it with backoff.
+ */
+import type { Config, Env } from "../env";
+import { log } from "../log";
+import type { EffectKind, EffectPayload } from "./rules";
+
+export interface Effect {
+	id: number;
+	kind: EffectKind;
+	attempts: number;
+	payload: EffectPayload;
+}
+
+export interface EffectContext {
+	env: Env;
+	config: Config;
+}
+
+export interface EffectHandler {
+	run?(effect: Effect, ctx: EffectContext): Promise<void>;
+	writes?(effect: Effect, db: D1Database): D1PreparedStatement[];
+}
+
+/** Alert POSTs are bounded: a slow alert endpoint must not hold up the consumer. */
+export const ALERT_TIMEOUT_MS = 3_000;
+
+export async function postAlert(
+	ctx: EffectContext,
+	body: Record<string, unknown>,
+	idempotencyKey: string,
+): Promise<void> {
+	if (ctx.config.alertWebhookUrl === null) return;
+	const res = await fetch(ctx.config.alertWebhookUrl, {
+		method: "POST",
+		headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
+		body: JSON.stringify(body),
+		signal: AbortSignal.timeout(ALERT_TIMEOUT_MS),
+	});
+	if (!res.ok) throw new Error(`alert webhook answered ${res.status}`);
+}
+
+export const handlers: Record<EffectKind, EffectHandler> = {
+	settled: {
+		// e.g. mark the invoice paid: `run: async (effect) => { await markInvoicePaid(effect.payload.id, effect.id) }`
+		writes(effect, db) {
+			const { currency, amount } = effect.payload;
+			if (currency === null || amount === null) throw new Error("settled order has no amount or currency");
+			return [
+				db
+					.prepare(
+						`INSERT INTO settled_totals (currency, count, amount) VALUES (?1, 1, ?2)
+             ON CONFLICT (currency) DO UPDATE SET count = count + 1, amount = amount + excluded.amount`,
+					)
+					.bind(currency, amount),
+			];
+		},
+	},
+	payment_failed: {
+		async run(effect, ctx) {
+			const p = effect.payload;
+			log("warn", "alert_payment_failed", {
+				provider: p.provider,
+				orderId: p.id,
+				wallet: p.wallet,
+				version: p.version,
+			});
+			await postAlert(ctx, { alert: "payment_failed", order: p }, `effect-${effect.id}`);
+		},
+	},
+	hold_released: {
+		// The effect row marked done is the record that the hold was released; add your own release here.
+		async run(effect) {
+			log("info", "hold_released", { provider: effect.payload.provider, orderId: effect.payload.id });
+		},
+	},
+};

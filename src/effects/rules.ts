@@ -1,0 +1,64 @@
+/**
+ * Which side effects a resource state implies (PROVIDERS 1.4, BlooBank's replay-safety table).
+ * The outbox keeps one row per (resource, kind), so each fires on first observation only.
+ */
+import type { ProviderName } from "../env";
+import type { ResourceSnapshot } from "../providers/types";
+
+export type EffectKind = "settled" | "payment_failed" | "hold_released";
+
+export interface EffectSeed {
+	kind: EffectKind;
+	payload: EffectPayload;
+}
+
+/** What an effect handler gets to see: the resource as first observed in that state. */
+export interface EffectPayload {
+	provider: ProviderName;
+	type: string;
+	id: string;
+	wallet: string | null;
+	version: number;
+	status: string;
+	amount: number | null;
+	currency: string | null;
+	direction: string | null;
+}
+
+function field<T>(data: unknown, key: string, check: (v: unknown) => v is T): T | null {
+	if (typeof data !== "object" || data === null) return null;
+	const value = (data as Record<string, unknown>)[key];
+	return check(value) ? value : null;
+}
+const isInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v);
+const isString = (v: unknown): v is string => typeof v === "string";
+
+export function effectsFor(provider: ProviderName, r: ResourceSnapshot): EffectSeed[] {
+	if (r.type !== "payment_order") return [];
+	const payload: EffectPayload = {
+		provider,
+		type: r.type,
+		id: r.id,
+		wallet: r.wallet,
+		version: r.version,
+		status: r.status,
+		amount: field(r.data, "amount", isInt),
+		currency: field(r.data, "currency", isString),
+		direction: field(r.data, "direction", isString),
+	};
+	switch (r.status) {
+		case "SUCCESS":
+		// REFUNDED only ever follows SUCCESS (PROVIDERS 1.4): an order first seen refunded (its
+		// SUCCESS event late or lost) was still settled once. This keeps totals independent of the
+		// order in which events arrive.
+		case "REFUNDED":
+			return [{ kind: "settled", payload }];
+		case "FAILED":
+			return [{ kind: "payment_failed", payload }];
+		case "EXPIRED":
+		case "CANCELED":
+			return [{ kind: "hold_released", payload }];
+		default:
+			return [];
+	}
+}

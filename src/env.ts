@@ -1,0 +1,117 @@
+/**
+ * The one place that reads environment variables. Everything else receives a parsed `Config`.
+ * Bindings are typed here too, so `Env` is the whole contract between wrangler.toml and the code.
+ */
+import type { QueueMessage } from "./queue/messages";
+
+export interface Env {
+	DB: D1Database;
+	EVENTS: Queue<QueueMessage>;
+	RECONCILE: Queue<unknown>;
+
+	BLOOBANK_WEBHOOK_SECRETS?: string;
+	BLOOBANK_SECRET_ENCODING?: string;
+	BOLD_WEBHOOK_SECRETS?: string;
+	BOLD_SUPPORTED_MAJOR_VERSIONS?: string;
+	PAZY_WEBHOOK_SECRETS?: string;
+	STANDARD_WEBHOOK_SECRETS?: string;
+	SIGNATURE_TOLERANCE_SECONDS?: string;
+	MAX_BODY_BYTES?: string;
+	WEBHOOK_PATH_TOKEN?: string;
+	ADMIN_TOKEN?: string;
+	BLOOBANK_API_BASE_URL?: string;
+	BLOOBANK_ACCESS_KEY?: string;
+	BLOOBANK_PRIVATE_KEY?: string;
+	BLOOBANK_SIGNATURE_FORMAT?: string;
+	BLOOBANK_WALLETS?: string;
+	RECONCILE_FILTER_FIELD?: string;
+	RECONCILE_LOOKBACK_HOURS?: string;
+	ALERT_WEBHOOK_URL?: string;
+	SWEEP_STALE_SECONDS?: string;
+	RETENTION_DAYS?: string;
+	DEDUPE_RETENTION_DAYS?: string;
+	ALLOWED_SOURCE_CIDRS?: string;
+}
+
+export type ProviderName = "bloobank" | "bold" | "pazy" | "standard";
+export const PROVIDER_NAMES: readonly ProviderName[] = ["bloobank", "bold", "pazy", "standard"];
+
+export interface Config {
+	/** Secrets per provider; an empty list means the provider is off (its route answers 404). */
+	secrets: Record<ProviderName, readonly string[]>;
+	bloobankSecretEncoding: "utf8" | "base64";
+	boldSupportedMajors: readonly number[];
+	toleranceSeconds: number;
+	maxBodyBytes: number;
+	webhookPathToken: string | null;
+	adminToken: string | null;
+	alertWebhookUrl: string | null;
+	sweepStaleSeconds: number;
+	retentionDays: number;
+	dedupeRetentionDays: number;
+}
+
+export class ConfigError extends Error {
+	override name = "ConfigError";
+}
+
+function list(value: string | undefined): string[] {
+	if (!value) return [];
+	return value
+		.split(",")
+		.map((s) => s.trim())
+		.filter((s) => s.length > 0);
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number): number {
+	if (value === undefined || value.trim() === "") return fallback;
+	const n = Number(value);
+	if (!Number.isSafeInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer`);
+	return n;
+}
+
+function optional(value: string | undefined): string | null {
+	return value && value.trim() !== "" ? value.trim() : null;
+}
+
+export function parseConfig(env: Env): Config {
+	const encoding = (env.BLOOBANK_SECRET_ENCODING ?? "utf8").trim().toLowerCase();
+	if (encoding !== "utf8" && encoding !== "base64") {
+		throw new ConfigError("BLOOBANK_SECRET_ENCODING must be utf8 or base64");
+	}
+	const majors = list(env.BOLD_SUPPORTED_MAJOR_VERSIONS ?? "1").map((m) => {
+		const n = Number(m);
+		if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError("BOLD_SUPPORTED_MAJOR_VERSIONS must list integers");
+		return n;
+	});
+	return {
+		secrets: {
+			bloobank: list(env.BLOOBANK_WEBHOOK_SECRETS),
+			bold: list(env.BOLD_WEBHOOK_SECRETS),
+			pazy: list(env.PAZY_WEBHOOK_SECRETS),
+			standard: list(env.STANDARD_WEBHOOK_SECRETS),
+		},
+		bloobankSecretEncoding: encoding,
+		boldSupportedMajors: majors,
+		toleranceSeconds: positiveInt("SIGNATURE_TOLERANCE_SECONDS", env.SIGNATURE_TOLERANCE_SECONDS, 300),
+		maxBodyBytes: positiveInt("MAX_BODY_BYTES", env.MAX_BODY_BYTES, 1024 * 1024),
+		webhookPathToken: optional(env.WEBHOOK_PATH_TOKEN),
+		adminToken: optional(env.ADMIN_TOKEN),
+		alertWebhookUrl: optional(env.ALERT_WEBHOOK_URL),
+		sweepStaleSeconds: positiveInt("SWEEP_STALE_SECONDS", env.SWEEP_STALE_SECONDS, 300),
+		retentionDays: positiveInt("RETENTION_DAYS", env.RETENTION_DAYS, 30),
+		dedupeRetentionDays: positiveInt("DEDUPE_RETENTION_DAYS", env.DEDUPE_RETENTION_DAYS, 90),
+	};
+}
+
+const cache = new WeakMap<Env, Config>();
+
+/** Parsed once per env object (an isolate reuses it across requests). */
+export function getConfig(env: Env): Config {
+	let config = cache.get(env);
+	if (!config) {
+		config = parseConfig(env);
+		cache.set(env, config);
+	}
+	return config;
+}

@@ -1,0 +1,37 @@
+/** Wiring only: the three entry points of the Worker. */
+import { createApp } from "./app";
+import { consumeDeadLetters, consumeEvents } from "./apply/consumer";
+import { DAILY_RECONCILE_CRON } from "./cron";
+import { type Env, getConfig } from "./env";
+import { log } from "./log";
+import { QUEUE_NAMES, type QueueMessage } from "./queue/messages";
+import { sweep } from "./sweep/sweep";
+
+const app = createApp();
+
+export default {
+	fetch: app.fetch,
+
+	async queue(batch, env) {
+		const config = getConfig(env);
+		switch (batch.queue) {
+			case QUEUE_NAMES.events:
+				return consumeEvents(batch as MessageBatch<QueueMessage>, env, config);
+			case QUEUE_NAMES.eventsDeadLetter:
+				return consumeDeadLetters(batch as MessageBatch<QueueMessage>, env);
+			default:
+				// Retrying cannot help a message nobody here consumes; keep it visible in the log.
+				log("error", "unknown_queue", { queue: batch.queue, messages: batch.messages.length });
+				batch.ackAll();
+		}
+	},
+
+	async scheduled(controller, env) {
+		const config = getConfig(env);
+		if (controller.cron === DAILY_RECONCILE_CRON) {
+			log("info", "reconcile_not_configured", {});
+			return;
+		}
+		await sweep(env, config, controller.scheduledTime);
+	},
+} satisfies ExportedHandler<Env, QueueMessage>;

@@ -1,0 +1,89 @@
+/**
+ * The inbox: the one D1 statement that makes a delivery durable and tells new from duplicate
+ * (DESIGN invariants 2-4), and the bookkeeping around sending its pointer to the queue.
+ *
+ * Who sends a row to the queue is decided by a send token written in the same statement: the
+ * inserter holds it; a duplicate takes it over only if the row is still `received` and the token
+ * is free or older than SEND_LEASE_MS (its holder crashed or its send failed). So twenty
+ * concurrent copies of one delivery produce one queue message, and a copy arriving after a failed
+ * send re-sends it.
+ */
+import type { NormalisedEvent } from "../providers/types";
+
+export const SEND_LEASE_MS = 30_000;
+
+export type RecordOutcome =
+	| { kind: "new"; id: number; mustSend: boolean }
+	| { kind: "duplicate"; id: number; mustSend: boolean; status: string };
+
+interface RecordRow {
+	id: number;
+	status: string;
+	duplicates: number;
+	may_send: number;
+}
+
+const RECORD_SQL = `
+INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
+  resource_type, resource_id, resource_version, received_at, status_at, send_token, send_token_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?11)
+ON CONFLICT (provider, message_id) DO UPDATE SET
+  duplicates = duplicates + 1,
+  last_duplicate_at = excluded.received_at,
+  provider_attempt = max(coalesce(provider_attempt, 0), coalesce(excluded.provider_attempt, 0)),
+  send_token = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
+    THEN ?12 ELSE send_token END,
+  send_token_at = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
+    THEN ?11 ELSE send_token_at END
+RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
+
+/** One D1 round trip: insert or count a duplicate, and say whether this request must send. */
+export async function recordDelivery(
+	db: D1Database,
+	event: NormalisedEvent,
+	rawBody: string,
+	bodyBytes: number,
+	nowMs: number,
+): Promise<RecordOutcome> {
+	const token = crypto.randomUUID();
+	const resource = event.resource;
+	const row = await db
+		.prepare(RECORD_SQL)
+		.bind(
+			event.provider,
+			event.messageId,
+			event.event,
+			resource ? "received" : "ignored",
+			rawBody,
+			bodyBytes,
+			event.attempt,
+			resource?.type ?? null,
+			resource?.id ?? null,
+			resource?.version ?? null,
+			nowMs,
+			resource ? token : null,
+			nowMs - SEND_LEASE_MS,
+		)
+		.first<RecordRow>();
+	if (!row) throw new Error("inbox upsert returned no row");
+	const mustSend = row.may_send === 1;
+	return row.duplicates === 0
+		? { kind: "new", id: row.id, mustSend }
+		: { kind: "duplicate", id: row.id, mustSend, status: row.status };
+}
+
+/** After a successful send. The consumer may already have moved the row on; never move it back. */
+export function markEnqueued(db: D1Database, ids: readonly number[], nowMs: number): Promise<D1Result> {
+	return db
+		.prepare(
+			`UPDATE deliveries SET status = 'enqueued', status_at = ?1, send_token = NULL
+       WHERE id IN (SELECT value FROM json_each(?2)) AND status IN ('received', 'enqueued')`,
+		)
+		.bind(nowMs, JSON.stringify(ids))
+		.run();
+}
+
+/** After a failed send: free the token so the provider's next retry re-sends at once. */
+export function releaseSendToken(db: D1Database, id: number): Promise<D1Result> {
+	return db.prepare(`UPDATE deliveries SET send_token = NULL WHERE id = ?1 AND status = 'received'`).bind(id).run();
+}

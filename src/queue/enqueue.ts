@@ -1,0 +1,27 @@
+/** Sending stored deliveries to EVENTS in bulk: the sweep and replays share this path. */
+import type { Env, ProviderName } from "../env";
+import { markEnqueued } from "../ingress/inbox";
+import { deliveryMessage } from "./messages";
+
+export interface DeliveryPointerRow {
+	id: number;
+	provider: string;
+	message_id: string;
+}
+
+/** Queues cap sendBatch at 100 messages. */
+export const SEND_BATCH_LIMIT = 100;
+
+export async function sendPointers(env: Env, rows: readonly DeliveryPointerRow[], nowMs: number): Promise<void> {
+	for (let i = 0; i < rows.length; i += SEND_BATCH_LIMIT) {
+		const chunk = rows.slice(i, i + SEND_BATCH_LIMIT);
+		await env.EVENTS.sendBatch(
+			chunk.map((r) => ({ body: deliveryMessage(r.id, r.provider as ProviderName, r.message_id) })),
+		);
+		await markEnqueued(
+			env.DB,
+			chunk.map((r) => r.id),
+			nowMs,
+		);
+	}
+}

@@ -1,0 +1,37 @@
+/**
+ * The only contract between producers and consumers of the EVENTS queue.
+ * Messages are small pointers or snapshots: queue messages are capped at 128 KB, raw bodies
+ * are up to MAX_BODY_BYTES, so a delivery's body stays in D1 and the message names its row.
+ */
+import type { ProviderName } from "../env";
+import type { ResourceSnapshot } from "../providers/types";
+
+/** A stored delivery to apply (from ingress, the sweep, or a replay). */
+export interface DeliveryMessage {
+	kind: "delivery";
+	deliveryId: number;
+	provider: ProviderName;
+	messageId: string;
+}
+
+/** A resource state with no inbox row behind it (from reconciliation). */
+export interface SnapshotMessage {
+	kind: "snapshot";
+	provider: ProviderName;
+	resource: ResourceSnapshot;
+	/** The reconcile run that found the drift, for the run report. */
+	runId: string | null;
+}
+
+export type QueueMessage = DeliveryMessage | SnapshotMessage;
+
+/** Queue names as in wrangler.toml; the queue handler dispatches on them. */
+export const QUEUE_NAMES = {
+	events: "webhook-events",
+	eventsDeadLetter: "webhook-events-dlq",
+	reconcile: "webhook-reconcile",
+} as const;
+
+export function deliveryMessage(deliveryId: number, provider: ProviderName, messageId: string): DeliveryMessage {
+	return { kind: "delivery", deliveryId, provider, messageId };
+}

@@ -1,0 +1,67 @@
+/**
+ * The frequent cron. It does bounded catch-up work only:
+ * - re-send deliveries left `received` (their send failed or the worker died) or `enqueued` but
+ *   never applied, once older than SWEEP_STALE_SECONDS (DESIGN invariant 3);
+ * - retry effects whose execution failed or whose executor died (invariant 6).
+ */
+
+import { retryPendingEffects } from "../effects/executor";
+import type { Config, Env } from "../env";
+import { SEND_LEASE_MS } from "../ingress/inbox";
+import { errorMessage, log } from "../log";
+import { type DeliveryPointerRow, sendPointers } from "../queue/enqueue";
+
+export const SWEEP_BATCH = 100;
+
+export interface SweepReport {
+	resent: number;
+	effectsDone: number;
+	effectsFailed: number;
+}
+
+export async function resendStuckDeliveries(
+	env: Env,
+	config: Config,
+	nowMs: number,
+	limit = SWEEP_BATCH,
+): Promise<number> {
+	const token = crypto.randomUUID();
+	const { results } = await env.DB.prepare(
+		`UPDATE deliveries SET send_token = ?1, send_token_at = ?2
+     WHERE id IN (
+       SELECT id FROM deliveries
+       WHERE status IN ('received', 'enqueued') AND status_at <= ?3
+         AND (send_token IS NULL OR send_token_at <= ?4)
+       ORDER BY status_at LIMIT ?5)
+     RETURNING id, provider, message_id`,
+	)
+		.bind(token, nowMs, nowMs - config.sweepStaleSeconds * 1000, nowMs - SEND_LEASE_MS, limit)
+		.all<DeliveryPointerRow>();
+	if (results.length === 0) return 0;
+	try {
+		await sendPointers(env, results, nowMs);
+	} catch (err) {
+		await env.DB.prepare("UPDATE deliveries SET send_token = NULL WHERE send_token = ?1").bind(token).run();
+		throw err;
+	}
+	log("warn", "sweep_resent", { count: results.length });
+	return results.length;
+}
+
+export async function sweep(env: Env, config: Config, nowMs: number): Promise<SweepReport> {
+	const report: SweepReport = { resent: 0, effectsDone: 0, effectsFailed: 0 };
+	// Each step is independent: one failing must not stop the others.
+	try {
+		report.resent = await resendStuckDeliveries(env, config, nowMs);
+	} catch (err) {
+		log("error", "sweep_resend_failed", { error: errorMessage(err) });
+	}
+	try {
+		const effects = await retryPendingEffects(env, config, nowMs);
+		report.effectsDone = effects.done;
+		report.effectsFailed = effects.failed;
+	} catch (err) {
+		log("error", "sweep_effects_failed", { error: errorMessage(err) });
+	}
+	return report;
+}

@@ -1,0 +1,103 @@
+/**
+ * Wrappers around the real D1 and Queue bindings: they count calls and inject faults, and
+ * forward everything else to the real binding. Nothing here fakes D1 or Queues.
+ */
+
+export class CountingD1 {
+	roundTrips = 0;
+	statements: string[] = [];
+	/** Throw before reaching D1 on the Nth round trip (1-based), or on every one when true. */
+	failRoundTrip: number | boolean = false;
+	/** Append a statement that fails inside D1 to every batch() (a real mid-batch failure). */
+	failInsideBatch = false;
+
+	constructor(readonly inner: D1Database) {}
+
+	private tick(sql: string) {
+		this.roundTrips++;
+		this.statements.push(sql);
+		if (this.failRoundTrip === true || this.failRoundTrip === this.roundTrips) {
+			throw new Error("D1_ERROR: injected failure (network connection lost)");
+		}
+	}
+
+	prepare(sql: string): D1PreparedStatement {
+		return countingStatement(this, this.inner.prepare(sql), sql);
+	}
+
+	async batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
+		this.tick(`batch(${statements.length})`);
+		const real = statements.map((s) => (s as unknown as { __inner: D1PreparedStatement }).__inner ?? s);
+		if (this.failInsideBatch) {
+			real.splice(
+				Math.max(1, Math.floor(real.length / 2)),
+				0,
+				this.inner.prepare("INSERT INTO no_such_table VALUES (1)"),
+			);
+		}
+		return this.inner.batch<T>(real);
+	}
+
+	exec(sql: string): Promise<D1ExecResult> {
+		this.tick(sql);
+		return this.inner.exec(sql);
+	}
+
+	/** @internal used by countingStatement */
+	count(sql: string) {
+		this.tick(sql);
+	}
+
+	asD1(): D1Database {
+		return this as unknown as D1Database;
+	}
+}
+
+function countingStatement(db: CountingD1, inner: D1PreparedStatement, sql: string): D1PreparedStatement {
+	const wrap = (s: D1PreparedStatement): D1PreparedStatement =>
+		({
+			__inner: s,
+			bind: (...values: unknown[]) => wrap(s.bind(...values)),
+			first: (col?: string) => {
+				db.count(sql);
+				return col === undefined ? s.first() : s.first(col);
+			},
+			all: () => {
+				db.count(sql);
+				return s.all();
+			},
+			run: () => {
+				db.count(sql);
+				return s.run();
+			},
+			raw: (opts?: { columnNames?: boolean }) => {
+				db.count(sql);
+				return s.raw(opts as { columnNames: true });
+			},
+		}) as unknown as D1PreparedStatement;
+	return wrap(inner);
+}
+
+export class RecordingQueue<T> {
+	sent: T[] = [];
+	fail = false;
+
+	constructor(readonly inner: Queue<T>) {}
+
+	async send(body: T, options?: QueueSendOptions): Promise<void> {
+		if (this.fail) throw new Error("Queue send failed: injected");
+		await this.inner.send(body, options);
+		this.sent.push(body);
+	}
+
+	async sendBatch(messages: Iterable<MessageSendRequest<T>>, options?: QueueSendBatchOptions): Promise<void> {
+		if (this.fail) throw new Error("Queue sendBatch failed: injected");
+		const list = [...messages];
+		await this.inner.sendBatch(list, options);
+		for (const m of list) this.sent.push(m.body);
+	}
+
+	asQueue(): Queue<T> {
+		return this as unknown as Queue<T>;
+	}
+}

@@ -1,0 +1,70 @@
+/** A test-side BlooBank sender: signs like PROVIDERS.md 1.2 says, independently of src/. */
+
+export const SECRET = "whsec-test-current-0123456789abcdef0123456789abcdef";
+export const OLD_SECRET = "whsec-test-previous-fedcba9876543210fedcba9876543210";
+
+function hex(bytes: ArrayBuffer): string {
+	return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function hmacHex(secret: string | Uint8Array, message: string | Uint8Array): Promise<string> {
+	const enc = new TextEncoder();
+	const keyBytes = typeof secret === "string" ? enc.encode(secret) : secret;
+	const key = await crypto.subtle.importKey("raw", keyBytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+	const data = typeof message === "string" ? enc.encode(message) : message;
+	return hex(await crypto.subtle.sign("HMAC", key, data));
+}
+
+export interface OrderFields {
+	id: string;
+	ordVersion: number;
+	status: string;
+	amount?: number;
+	currency?: string;
+	direction?: "IN" | "OUT";
+	wallet?: string;
+}
+
+export function orderEvent(messageId: string, o: OrderFields, event = `payment_order.${o.status.toLowerCase()}`) {
+	return {
+		event,
+		messageId,
+		deliveryAttempt: 1,
+		occurredAt: "2026-11-30T00:00:00.000Z",
+		data: {
+			wallet: "w1",
+			amount: 1000,
+			currency: "BRL",
+			direction: "IN",
+			createdAt: "2026-11-30T00:00:00.000Z",
+			updatedAt: "2026-11-30T00:00:00.000Z",
+			...o,
+		},
+	};
+}
+
+export interface SignOptions {
+	secret?: string;
+	timestampMs?: number;
+	/** Override the whole signature header. */
+	signatureHeader?: string | null;
+	timestampHeader?: string | null;
+	path?: string;
+	headers?: Record<string, string>;
+}
+
+export async function signedRequest(body: string | object, opts: SignOptions = {}): Promise<Request> {
+	const raw = typeof body === "string" ? body : JSON.stringify(body);
+	const ts = String(opts.timestampMs ?? Date.now());
+	const sig = await hmacHex(opts.secret ?? SECRET, `${ts}.${raw}`);
+	const headers: Record<string, string> = { "content-type": "application/json", ...opts.headers };
+	const sigHeader = opts.signatureHeader === undefined ? `t=${ts},v1=${sig}` : opts.signatureHeader;
+	const tsHeader = opts.timestampHeader === undefined ? ts : opts.timestampHeader;
+	if (sigHeader !== null) headers["x-bloobank-signature"] = sigHeader;
+	if (tsHeader !== null) headers["x-bloobank-timestamp"] = tsHeader;
+	return new Request(`https://receiver.test${opts.path ?? "/webhooks/bloobank"}`, {
+		method: "POST",
+		headers,
+		body: raw,
+	});
+}

@@ -1,0 +1,41 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import type { Env } from "../../src/env";
+import worker from "../../src/index";
+import type { QueueMessage } from "../../src/queue/messages";
+import { CountingD1, RecordingQueue } from "./bindings";
+
+export interface Harness {
+	env: Env;
+	db: CountingD1;
+	events: RecordingQueue<QueueMessage>;
+}
+
+/** A fresh env per test: the real bindings behind counting/fault-injecting wrappers. */
+export function harness(vars: Partial<Env> = {}): Harness {
+	const db = new CountingD1(env.DB);
+	const events = new RecordingQueue<QueueMessage>(env.EVENTS);
+	return { env: { ...env, ...vars, DB: db.asD1(), EVENTS: events.asQueue() }, db, events };
+}
+
+/** Calls the Worker's fetch and waits for its waitUntil work. */
+export async function call(h: Harness, request: Request): Promise<Response> {
+	const ctx = createExecutionContext();
+	const res = await worker.fetch(request, h.env, ctx);
+	await waitOnExecutionContext(ctx);
+	return res;
+}
+
+const TABLES = ["deliveries", "resources", "effects", "settled_totals", "rejections"];
+
+export async function resetDb(): Promise<void> {
+	await env.DB.batch(TABLES.map((t) => env.DB.prepare(`DELETE FROM ${t}`)));
+}
+
+export async function rows<T = Record<string, unknown>>(sql: string, ...binds: unknown[]): Promise<T[]> {
+	return (
+		await env.DB.prepare(sql)
+			.bind(...binds)
+			.all<T>()
+	).results;
+}
