@@ -10,15 +10,34 @@ export class CountingD1 {
 	failRoundTrip: number | boolean = false;
 	/** Append a statement that fails inside D1 to every batch() (a real mid-batch failure). */
 	failInsideBatch = false;
+	/** Round trips after this many wait until release() (to show what an answer does not wait for). */
+	holdAfter: number | null = null;
+	private held: (() => void)[] = [];
 
 	constructor(readonly inner: D1Database) {}
 
-	private tick(sql: string) {
+	private tick(sql: string): Promise<void> | null {
 		this.roundTrips++;
 		this.statements.push(sql);
 		if (this.failRoundTrip === true || this.failRoundTrip === this.roundTrips) {
 			throw new Error("D1_ERROR: injected failure (network connection lost)");
 		}
+		if (this.holdAfter !== null && this.roundTrips > this.holdAfter) {
+			return new Promise((resolve) => this.held.push(resolve));
+		}
+		return null;
+	}
+
+	release(): void {
+		this.holdAfter = null;
+		for (const r of this.held.splice(0)) r();
+	}
+
+	/** Runs `op` after a possible hold; injected failures surface as rejected promises. */
+	async through<T>(sql: string, op: () => Promise<T>): Promise<T> {
+		const hold = this.tick(sql);
+		if (hold) await hold;
+		return op();
 	}
 
 	prepare(sql: string): D1PreparedStatement {
@@ -58,22 +77,10 @@ function countingStatement(db: CountingD1, inner: D1PreparedStatement, sql: stri
 		({
 			__inner: s,
 			bind: (...values: unknown[]) => wrap(s.bind(...values)),
-			first: (col?: string) => {
-				db.count(sql);
-				return col === undefined ? s.first() : s.first(col);
-			},
-			all: () => {
-				db.count(sql);
-				return s.all();
-			},
-			run: () => {
-				db.count(sql);
-				return s.run();
-			},
-			raw: (opts?: { columnNames?: boolean }) => {
-				db.count(sql);
-				return s.raw(opts as { columnNames: true });
-			},
+			first: (col?: string) => db.through(sql, () => (col === undefined ? s.first() : s.first(col))),
+			all: () => db.through(sql, () => s.all()),
+			run: () => db.through(sql, () => s.run()),
+			raw: (opts?: { columnNames?: boolean }) => db.through(sql, () => s.raw(opts as { columnNames: true })),
 		}) as unknown as D1PreparedStatement;
 	return wrap(inner);
 }
