@@ -12,7 +12,7 @@ const app = createApp();
 export default {
 	fetch: app.fetch,
 
-	async queue(batch, env) {
+	async queue(batch, env, _ctx) {
 		const config = getConfig(env);
 		switch (batch.queue) {
 			case QUEUE_NAMES.events:
