@@ -1,0 +1,144 @@
+/**
+ * Benchmark Worker for the apply step (npm run bench:apply). It runs inside workerd against local
+ * D1, like production code, and compares the batched consumer with a naive one-statement-per-
+ * message consumer on the same seeded deliveries. Not part of the deployed Worker.
+ */
+import { consumeEvents } from "../src/apply/consumer";
+import { effectsFor } from "../src/effects/rules";
+import { type Env, getConfig } from "../src/env";
+import { bloobank } from "../src/providers/bloobank";
+import type { QueueMessage } from "../src/queue/messages";
+import { QUEUE_NAMES } from "../src/queue/messages";
+import { CountingD1 } from "../test/support/bindings";
+
+const STATUSES = ["PENDING", "PROCESSING", "SUCCESS", "FAILED"];
+
+async function seed(db: D1Database, run: string, batch: number, size: number): Promise<{ id: number; mid: string }[]> {
+	const rows = Array.from({ length: size }, (_, i) => {
+		const mid = `${run}-${batch}-${i}`;
+		const body = {
+			event: "payment_order.updated",
+			messageId: mid,
+			deliveryAttempt: 1,
+			data: {
+				id: `ord-${run}-${batch}-${i}`,
+				wallet: "w1",
+				ordVersion: 1 + (i % 3),
+				status: STATUSES[i % STATUSES.length],
+				amount: 1000 + i,
+				currency: "BRL",
+				direction: "IN",
+			},
+		};
+		return { mid, raw: JSON.stringify(body) };
+	});
+	const { results } = await db
+		.prepare(
+			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
+       SELECT 'bloobank', value->>'mid', 'payment_order.updated', 'enqueued', value->>'raw', length(value->>'raw'), ?2, ?2
+       FROM json_each(?1) RETURNING id, message_id AS mid`,
+		)
+		.bind(JSON.stringify(rows), Date.now())
+		.all<{ id: number; mid: string }>();
+	return results;
+}
+
+function fakeBatch(rows: { id: number; mid: string }[]): MessageBatch<QueueMessage> {
+	const messages = rows.map((r, i) => ({
+		id: String(i),
+		timestamp: new Date(),
+		attempts: 1,
+		body: { kind: "delivery", deliveryId: r.id, provider: "bloobank", messageId: r.mid } as QueueMessage,
+		ack() {},
+		retry() {},
+	}));
+	return { queue: QUEUE_NAMES.events, messages, ackAll() {}, retryAll() {} } as unknown as MessageBatch<QueueMessage>;
+}
+
+/** The straightforward consumer most receivers start with: each step is its own statement. */
+async function naiveConsume(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
+	const db = env.DB;
+	const config = getConfig(env);
+	for (const m of batch.messages) {
+		if (m.body.kind !== "delivery") continue;
+		const row = await db
+			.prepare("SELECT raw_body FROM deliveries WHERE id = ?")
+			.bind(m.body.deliveryId)
+			.first<{ raw_body: string }>();
+		const parsed = bloobank.parse(row?.raw_body ?? "", config);
+		if (!parsed.ok || !parsed.event.resource) continue;
+		const r = parsed.event.resource;
+		await db
+			.prepare(
+				`INSERT INTO resources (provider, type, id, wallet, version, status, data, updated_at, source)
+         VALUES ('bloobank', ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'webhook')
+         ON CONFLICT (provider, type, id) DO UPDATE SET version = excluded.version, status = excluded.status,
+           data = excluded.data, updated_at = excluded.updated_at WHERE excluded.version > resources.version`,
+			)
+			.bind(r.type, r.id, r.wallet, r.version, r.status, JSON.stringify(r.data), Date.now())
+			.run();
+		await db
+			.prepare("UPDATE deliveries SET status = 'processed', processed_at = ?2 WHERE id = ?1")
+			.bind(m.body.deliveryId, Date.now())
+			.run();
+		for (const e of effectsFor("bloobank", r)) {
+			const ins = await db
+				.prepare(
+					`INSERT INTO effects (provider, resource_type, resource_id, kind, status, payload, created_at)
+           VALUES ('bloobank', ?1, ?2, ?3, 'pending', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id`,
+				)
+				.bind(r.type, r.id, e.kind, JSON.stringify(e.payload), Date.now())
+				.first<{ id: number }>();
+			if (!ins) continue;
+			if (e.kind === "settled") {
+				await db
+					.prepare(
+						`INSERT INTO settled_totals (currency, count, amount) VALUES (?1, 1, ?2)
+             ON CONFLICT (currency) DO UPDATE SET count = count + 1, amount = amount + excluded.amount`,
+					)
+					.bind(e.payload.currency, e.payload.amount)
+					.run();
+			}
+			await db.prepare("UPDATE effects SET status = 'done', done_at = ?2 WHERE id = ?1").bind(ins.id, Date.now()).run();
+		}
+		m.ack();
+	}
+}
+
+export default {
+	async fetch(request: Request, env: Env & { BENCH_QUIET?: string }): Promise<Response> {
+		const url = new URL(request.url);
+		if (url.pathname === "/setup") {
+			const { queries } = (await request.json()) as { queries: string[] };
+			for (const q of queries) await env.DB.prepare(q).run();
+			return Response.json({ ok: true });
+		}
+		if (url.pathname === "/run") {
+			const mode = url.searchParams.get("mode") === "naive" ? "naive" : "batched";
+			const size = Number(url.searchParams.get("size") ?? 100);
+			const batches = Number(url.searchParams.get("batches") ?? 10);
+			const run = `${mode}-${crypto.randomUUID().slice(0, 8)}`;
+			let elapsed = 0;
+			let roundTrips = 0;
+			for (let b = 0; b < batches; b++) {
+				const rows = await seed(env.DB, run, b, size);
+				const db = new CountingD1(env.DB);
+				const benchEnv = { ...env, DB: db.asD1() };
+				const start = performance.now();
+				if (mode === "batched") await consumeEvents(fakeBatch(rows), benchEnv, getConfig(benchEnv));
+				else await naiveConsume(fakeBatch(rows), benchEnv);
+				elapsed += performance.now() - start;
+				roundTrips += db.roundTrips;
+			}
+			return Response.json({
+				mode,
+				size,
+				batches,
+				events: size * batches,
+				elapsedMs: elapsed,
+				roundTripsPerBatch: roundTrips / batches,
+			});
+		}
+		return new Response("not found", { status: 404 });
+	},
+};

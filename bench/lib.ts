@@ -1,0 +1,35 @@
+/** Shared by the benchmark drivers: start a Worker locally, migrate its D1, print and save figures. */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type Unstable_DevWorker, unstable_dev, unstable_splitSqlQuery } from "wrangler";
+
+export async function startWorker(
+	script: string,
+	config: string,
+	vars: Record<string, string> = {},
+): Promise<Unstable_DevWorker> {
+	return unstable_dev(script, {
+		config,
+		vars,
+		persistTo: mkdtempSync(path.join(tmpdir(), "bench-")),
+		logLevel: "error",
+		experimental: { disableExperimentalWarning: true, testMode: false },
+	});
+}
+
+export function migrationQueries(): string[] {
+	const dir = path.join(import.meta.dirname, "..", "migrations");
+	return readdirSync(dir)
+		.filter((f) => f.endsWith(".sql"))
+		.sort()
+		.flatMap((f) => unstable_splitSqlQuery(readFileSync(path.join(dir, f), "utf8")));
+}
+
+export function saveResults(name: string, data: unknown): string {
+	const dir = path.join(import.meta.dirname, "results");
+	mkdirSync(dir, { recursive: true });
+	const file = path.join(dir, `${name}.json`);
+	writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+	return file;
+}
