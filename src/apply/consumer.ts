@@ -12,7 +12,7 @@ import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effec
 import { effectsFor } from "../effects/rules";
 import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
-import { getProvider } from "../providers";
+import { getProvider, storedHeaders } from "../providers";
 import type { QueueMessage } from "../queue/messages";
 import {
 	type ApplyRow,
@@ -30,6 +30,7 @@ interface StoredDelivery {
 	id: number;
 	provider: string;
 	raw_body: string | null;
+	headers: string | null;
 }
 
 export interface ApplyPlan {
@@ -75,7 +76,7 @@ export function planBatch(
 		}
 		// A body that verified at ingress but does not parse now cannot succeed on retry: it is a
 		// poison message. It goes straight to `failed` (visible, replayable once the code is fixed).
-		const parsed = provider.parse(d.raw_body, config);
+		const parsed = provider.parse(d.raw_body, storedHeaders(d.headers), config);
 		if (!parsed.ok) {
 			plan.failed.push({ ref: d.id, error: `unparseable: ${parsed.reason}` });
 		} else if (parsed.event.resource === null) {
@@ -128,7 +129,7 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env,
 		const stored = new Map<number, StoredDelivery>();
 		if (ids.length > 0) {
 			const { results } = await env.DB.prepare(
-				"SELECT id, provider, raw_body FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))",
+				"SELECT id, provider, raw_body, headers FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))",
 			)
 				.bind(JSON.stringify(ids))
 				.all<StoredDelivery>();

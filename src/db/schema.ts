@@ -22,6 +22,14 @@ export const deliveries = sqliteTable(
 		bodyBytes: integer("body_bytes").notNull(),
 		/** The sender's own attempt counter (BlooBank deliveryAttempt), for audit. */
 		providerAttempt: integer("provider_attempt"),
+		/** The sender's attempt id where it has one (Bold attemptId), for audit. */
+		attemptRef: text("attempt_ref"),
+		/** A second dedupe key some senders need (Pazy: one payment transition per paymentId). */
+		dedupeKey: text("dedupe_key"),
+		/** The few non-secret headers the provider's parse() reads (JSON), so re-parsing matches ingress. */
+		headers: text("headers"),
+		/** Why a delivery was ignored (event not modelled, unsupported version). */
+		note: text("note"),
 		resourceType: text("resource_type"),
 		resourceId: text("resource_id"),
 		resourceVersion: integer("resource_version"),
@@ -40,6 +48,7 @@ export const deliveries = sqliteTable(
 	},
 	(t) => [
 		uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
+		uniqueIndex("deliveries_provider_dedupe_key").on(t.provider, t.dedupeKey),
 		index("deliveries_status_status_at").on(t.status, t.statusAt),
 		index("deliveries_received_at").on(t.receivedAt),
 		index("deliveries_resource").on(t.provider, t.resourceType, t.resourceId),

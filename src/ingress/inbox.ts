@@ -23,18 +23,23 @@ interface RecordRow {
 	may_send: number;
 }
 
-const RECORD_SQL = `
-INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
-  resource_type, resource_id, resource_version, received_at, status_at, send_token, send_token_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?11)
-ON CONFLICT (provider, message_id) DO UPDATE SET
+const ON_DUPLICATE = `DO UPDATE SET
   duplicates = duplicates + 1,
   last_duplicate_at = excluded.received_at,
   provider_attempt = max(coalesce(provider_attempt, 0), coalesce(excluded.provider_attempt, 0)),
   send_token = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
     THEN ?12 ELSE send_token END,
   send_token_at = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
-    THEN ?11 ELSE send_token_at END
+    THEN ?11 ELSE send_token_at END`;
+
+// Two conflict targets: the sender's message id, and the optional second dedupe key (Pazy).
+const RECORD_SQL = `
+INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
+  resource_type, resource_id, resource_version, received_at, status_at, send_token, send_token_at,
+  attempt_ref, dedupe_key, headers, note)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?15, ?16, ?17)
+ON CONFLICT (provider, message_id) ${ON_DUPLICATE}
+ON CONFLICT (provider, dedupe_key) ${ON_DUPLICATE}
 RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
 
 /** One D1 round trip: insert or count a duplicate, and say whether this request must send. */
@@ -43,6 +48,7 @@ export async function recordDelivery(
 	event: NormalisedEvent,
 	rawBody: string,
 	bodyBytes: number,
+	headersJson: string | null,
 	nowMs: number,
 ): Promise<RecordOutcome> {
 	const token = crypto.randomUUID();
@@ -63,6 +69,10 @@ export async function recordDelivery(
 			nowMs,
 			resource ? token : null,
 			nowMs - SEND_LEASE_MS,
+			event.attemptRef,
+			event.dedupeKey,
+			headersJson,
+			event.note,
 		)
 		.first<RecordRow>();
 	if (!row) throw new Error("inbox upsert returned no row");

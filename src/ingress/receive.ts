@@ -6,6 +6,7 @@
  */
 import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
+import { keptHeadersJson } from "../providers";
 import type { Provider } from "../providers/types";
 import { deliveryMessage } from "../queue/messages";
 import { decodeUtf8, readBodyCapped } from "./body";
@@ -56,7 +57,7 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 	if (!verified.ok) return reject(401, verified.reason, size);
 
 	const text = decodeUtf8(body.bytes);
-	const parsed = text === null ? null : provider.parse(text, config, request.headers);
+	const parsed = text === null ? null : provider.parse(text, request.headers, config);
 	// Signed by the sender but not understood: 500, so the sender retries once we are fixed.
 	if (text === null || parsed === null) return reject(500, "invalid_utf8", size);
 	if (!parsed.ok) return reject(500, parsed.reason, size);
@@ -64,7 +65,7 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 
 	let outcome: Awaited<ReturnType<typeof recordDelivery>>;
 	try {
-		outcome = await recordDelivery(env.DB, event, text, size, nowMs);
+		outcome = await recordDelivery(env.DB, event, text, size, keptHeadersJson(provider, request.headers), nowMs);
 	} catch (err) {
 		log("error", "inbox_write_failed", {
 			provider: provider.name,

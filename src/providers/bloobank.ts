@@ -6,14 +6,23 @@
  * Envelope (1.3): newer `{event,messageId,deliveryAttempt,occurredAt?,data}` or older
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
-
-import { base64ToBytes, concatBytes, hexToBytes, utf8 } from "../crypto/encoding";
+import { base64ToBytes, concatBytes, utf8 } from "../crypto/encoding";
 import { verifyAnyHmacSha256 } from "../crypto/hmac";
 import type { Config } from "../env";
-import type { ParseResult, Provider, ResourceSnapshot, VerifyInput, VerifyResult } from "./types";
-
-const MS_DIGITS = /^\d{1,16}$/;
-const V1_HEX = /^[0-9a-fA-F]{64}$/;
+import { checkTimestamp, parseTimestampedHeader } from "./signature";
+import {
+	epochMs,
+	idString,
+	ignoredEvent,
+	isRecord,
+	type ParseResult,
+	type Provider,
+	parseObject,
+	positiveIntOrNull,
+	type ResourceSnapshot,
+	type VerifyInput,
+	type VerifyResult,
+} from "./types";
 
 /** Decision (PROVIDERS 1.2): the key is the secret's UTF-8 bytes unless BLOOBANK_SECRET_ENCODING=base64. */
 export function bloobankKeyBytes(secret: string, encoding: Config["bloobankSecretEncoding"]): Uint8Array | null {
@@ -23,34 +32,17 @@ export function bloobankKeyBytes(secret: string, encoding: Config["bloobankSecre
 export async function verifyBlooBank({ headers, body, secrets, nowMs, config }: VerifyInput): Promise<VerifyResult> {
 	const header = headers.get("x-bloobank-signature");
 	if (header === null || header.trim() === "") return { ok: false, reason: "missing_signature" };
-
-	let t: string | null = null;
-	const v1: Uint8Array[] = [];
-	for (const item of header.split(",")) {
-		const eq = item.indexOf("=");
-		if (eq <= 0) return { ok: false, reason: "malformed_signature" };
-		const key = item.slice(0, eq).trim();
-		const value = item.slice(eq + 1).trim();
-		if (key === "t") {
-			if (t !== null && t !== value) return { ok: false, reason: "malformed_signature" };
-			t = value;
-		} else if (key === "v1") {
-			// A malformed v1 item cannot match; the others may (rotation mixes old and new).
-			if (V1_HEX.test(value)) v1.push(hexToBytes(value) as Uint8Array);
-		}
-		// Other versions (v2=...) are not understood yet and are skipped, not fatal.
-	}
+	const parsed = parseTimestampedHeader(header);
+	if (parsed === "malformed_signature") return { ok: false, reason: parsed };
 
 	// Decision (PROVIDERS 1.2): t= and the header must agree when both are present.
 	const tsHeader = headers.get("x-bloobank-timestamp")?.trim() ?? null;
-	if (t !== null && tsHeader !== null && t !== tsHeader) return { ok: false, reason: "timestamp_mismatch" };
-	const timestamp = t ?? tsHeader;
+	if (parsed.t !== null && tsHeader !== null && parsed.t !== tsHeader) return { ok: false, reason: "timestamp_mismatch" };
+	const timestamp = parsed.t ?? tsHeader;
 	if (timestamp === null || timestamp === "") return { ok: false, reason: "missing_timestamp" };
-	if (!MS_DIGITS.test(timestamp)) return { ok: false, reason: "malformed_timestamp" };
-	if (Math.abs(nowMs - Number(timestamp)) > config.toleranceSeconds * 1000) {
-		return { ok: false, reason: "timestamp_out_of_tolerance" };
-	}
-	if (v1.length === 0) return { ok: false, reason: "no_supported_signature" };
+	const stale = checkTimestamp(timestamp, 1, nowMs, config.toleranceSeconds);
+	if (stale) return { ok: false, reason: stale };
+	if (parsed.v1.length === 0) return { ok: false, reason: "no_supported_signature" };
 
 	const keys: Uint8Array[] = [];
 	for (const secret of secrets) {
@@ -59,7 +51,7 @@ export async function verifyBlooBank({ headers, body, secrets, nowMs, config }: 
 	}
 	// The timestamp string is signed exactly as sent, then the raw body bytes, never re-encoded.
 	const signed = concatBytes(utf8(`${timestamp}.`), body);
-	return (await verifyAnyHmacSha256(keys, signed, v1)) ? { ok: true } : { ok: false, reason: "signature_mismatch" };
+	return (await verifyAnyHmacSha256(keys, signed, parsed.v1)) ? { ok: true } : { ok: false, reason: "signature_mismatch" };
 }
 
 /** PROVIDERS 1.3: older lowercase statuses map onto the newer enum. */
@@ -68,25 +60,6 @@ export function normaliseBlooBankStatus(status: string): string {
 	if (s === "confirmed") return "SUCCESS";
 	if (s === "canceled" || s === "cancelled") return "CANCELED";
 	return s.toUpperCase();
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function positiveIntOrNull(value: unknown): number | null {
-	if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
-	if (typeof value === "string" && /^\d{1,15}$/.test(value)) {
-		const n = Number(value);
-		return n > 0 ? n : null;
-	}
-	return null;
-}
-
-function epochMs(value: unknown): number | null {
-	if (typeof value !== "string") return null;
-	const ms = Date.parse(value);
-	return Number.isFinite(ms) ? ms : null;
 }
 
 /**
@@ -101,8 +74,8 @@ function paymentOrder(event: string, resource: unknown): ResourceSnapshot | "mal
 	const looksLikeOrder = hasOrdVersion || event.startsWith("payment.") || event.startsWith("payment_order.");
 	if (!looksLikeOrder) return null;
 
-	const id = resource.id;
-	if (typeof id !== "string" || id.trim() === "" || id.length > 200) return "malformed";
+	const id = idString(resource.id);
+	if (id === null) return "malformed";
 	const version = hasOrdVersion
 		? positiveIntOrNull(resource.ordVersion)
 		: (epochMs(resource.updatedAt) ?? epochMs(resource.createdAt));
@@ -118,28 +91,26 @@ function paymentOrder(event: string, resource: unknown): ResourceSnapshot | "mal
 	};
 }
 
-export function parseBlooBank(body: string, _config: Config, headers?: Headers): ParseResult {
-	let envelope: unknown;
-	try {
-		envelope = JSON.parse(body);
-	} catch {
-		return { ok: false, reason: "invalid_json" };
-	}
-	if (!isRecord(envelope)) return { ok: false, reason: "not_an_object" };
-	const messageId = envelope.messageId;
-	if (typeof messageId !== "string" || messageId.trim() === "" || messageId.length > 200) {
-		return { ok: false, reason: "missing_message_id" };
-	}
+export function parseBlooBank(body: string, headers: Headers): ParseResult {
+	const envelope = parseObject(body);
+	if (typeof envelope === "string") return { ok: false, reason: envelope };
+	const messageId = idString(envelope.messageId);
+	if (messageId === null) return { ok: false, reason: "missing_message_id" };
 	const event = typeof envelope.event === "string" ? envelope.event : "";
 	const resource = paymentOrder(event, envelope.data ?? envelope.body);
 	if (resource === "malformed") return { ok: false, reason: "malformed_resource" };
 	const attempt =
-		positiveIntOrNull(envelope.deliveryAttempt) ?? positiveIntOrNull(headers?.get("x-bloobank-delivery-attempt"));
-	return { ok: true, event: { provider: "bloobank", messageId, event, attempt, resource } };
+		positiveIntOrNull(envelope.deliveryAttempt) ?? positiveIntOrNull(headers.get("x-bloobank-delivery-attempt"));
+	if (resource === null) return { ok: true, event: ignoredEvent("bloobank", messageId, event, "event not modelled", { attempt }) };
+	return {
+		ok: true,
+		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, dedupeKey: null, resource, note: null },
+	};
 }
 
 export const bloobank: Provider = {
 	name: "bloobank",
+	keptHeaders: ["x-bloobank-delivery-attempt"],
 	verify: verifyBlooBank,
 	parse: parseBlooBank,
 };

@@ -1,12 +1,36 @@
 /** The registry: adding a provider is writing its file and listing it here. */
 import type { ProviderName } from "../env";
 import { bloobank } from "./bloobank";
+import { bold } from "./bold";
+import { pazy } from "./pazy";
+import { standard } from "./standard";
 import type { Provider } from "./types";
 
-const providers: Partial<Record<ProviderName, Provider>> = {
-	bloobank,
-};
+const providers: Record<ProviderName, Provider> = { bloobank, bold, pazy, standard };
 
 export function getProvider(name: string): Provider | null {
-	return Object.hasOwn(providers, name) ? (providers[name as ProviderName] ?? null) : null;
+	return Object.hasOwn(providers, name) ? providers[name as ProviderName] : null;
+}
+
+/** The headers a provider's parse() reads, as stored with the delivery (JSON), or null. */
+export function keptHeadersJson(provider: Provider, headers: Headers): string | null {
+	const kept: Record<string, string> = {};
+	for (const name of provider.keptHeaders) {
+		const value = headers.get(name);
+		if (value !== null) kept[name] = value.slice(0, 200);
+	}
+	return Object.keys(kept).length > 0 ? JSON.stringify(kept) : null;
+}
+
+export function storedHeaders(json: string | null): Headers {
+	const headers = new Headers();
+	if (json === null) return headers;
+	try {
+		for (const [k, v] of Object.entries(JSON.parse(json) as Record<string, unknown>)) {
+			if (typeof v === "string") headers.set(k, v);
+		}
+	} catch {
+		// A stored header blob we cannot read parses as if no header was sent.
+	}
+	return headers;
 }

@@ -22,8 +22,13 @@ export interface NormalisedEvent {
 	event: string;
 	/** The sender's attempt counter, for audit. */
 	attempt: number | null;
-	/** null: an event we do not model; stored, marked `ignored`, answered 2xx. */
+	/** The sender's attempt id, where it has one (Bold `attemptId`), for audit. */
+	attemptRef: string | null;
+	/** A second dedupe key, unique per provider (Pazy: `type:paymentId`); null for most senders. */
+	dedupeKey: string | null;
+	/** null: an event we do not model; stored, marked `ignored` (with `note`), answered 2xx. */
 	resource: ResourceSnapshot | null;
+	note: string | null;
 }
 
 /** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
@@ -39,7 +44,12 @@ export type VerifyFailure =
 
 export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
 
-export type ParseFailure = "invalid_json" | "not_an_object" | "missing_message_id" | "malformed_resource";
+export type ParseFailure =
+	| "invalid_json"
+	| "not_an_object"
+	| "missing_message_id"
+	| "malformed_resource"
+	| "malformed_envelope";
 
 export type ParseResult = { ok: true; event: NormalisedEvent } | { ok: false; reason: ParseFailure; detail?: string };
 
@@ -55,10 +65,59 @@ export interface VerifyInput {
 
 export interface Provider {
 	name: ProviderName;
-	verify(input: VerifyInput): Promise<VerifyResult>;
 	/**
-	 * Parses a verified body. `headers` is absent when re-parsing a stored delivery in the
-	 * consumer, so nothing that decides state may come from headers.
+	 * The non-secret headers parse() reads. They are stored with the delivery, so the consumer
+	 * re-parses exactly what ingress parsed. Never a signature header.
 	 */
-	parse(body: string, config: Config, headers?: Headers): ParseResult;
+	keptHeaders: readonly string[];
+	verify(input: VerifyInput): Promise<VerifyResult>;
+	/** Parses a verified body; `headers` holds at least `keptHeaders`. */
+	parse(body: string, headers: Headers, config: Config): ParseResult;
+}
+
+/** A verified event that carries nothing we model: stored, `ignored`, answered 2xx. */
+export function ignoredEvent(
+	provider: ProviderName,
+	messageId: string,
+	event: string,
+	note: string,
+	extra: Partial<NormalisedEvent> = {},
+): NormalisedEvent {
+	return { provider, messageId, event, attempt: null, attemptRef: null, dedupeKey: null, ...extra, resource: null, note };
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+	return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A sender's id: a non-empty string of bounded length (it becomes a unique key). */
+export function idString(value: unknown): string | null {
+	return typeof value === "string" && value.trim() !== "" && value.length <= 200 ? value : null;
+}
+
+export function positiveIntOrNull(value: unknown): number | null {
+	if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
+	if (typeof value === "string" && /^\d{1,15}$/.test(value)) {
+		const n = Number(value);
+		return n > 0 ? n : null;
+	}
+	return null;
+}
+
+/** Epoch ms of an ISO/RFC 3339 timestamp, or null. */
+export function epochMs(value: unknown): number | null {
+	if (typeof value !== "string") return null;
+	const ms = Date.parse(value);
+	return Number.isFinite(ms) ? ms : null;
+}
+
+/** Parses JSON into an object, or says why not. */
+export function parseObject(body: string): Record<string, unknown> | "invalid_json" | "not_an_object" {
+	let value: unknown;
+	try {
+		value = JSON.parse(body);
+	} catch {
+		return "invalid_json";
+	}
+	return isRecord(value) ? value : "not_an_object";
 }

@@ -1,0 +1,93 @@
+/**
+ * Standard Webhooks (PROVIDERS.md section 4; https://www.standardwebhooks.com).
+ *
+ * Headers `webhook-id`, `webhook-timestamp` (Unix seconds), `webhook-signature` (space-separated
+ * `v1,<base64>`); signed content `{id}.{timestamp}.{rawBody}`; secret `whsec_<base64>`, the key
+ * being the decoded part. Dedupe on `webhook-id`.
+ */
+import { base64ToBytes, concatBytes, utf8 } from "../crypto/encoding";
+import { verifyAnyHmacSha256 } from "../crypto/hmac";
+import { checkTimestamp } from "./signature";
+import {
+	idString,
+	ignoredEvent,
+	isRecord,
+	type ParseResult,
+	type Provider,
+	parseObject,
+	type VerifyInput,
+	type VerifyResult,
+} from "./types";
+
+/**
+ * How an event maps onto a resource. Edit this for your sender; the default reads the event's
+ * `type`, `data.id` and `data.status`, and orders snapshots by the webhook timestamp.
+ */
+export const STANDARD_MAPPING = {
+	resourceType: (event: Record<string, unknown>) => (typeof event.type === "string" ? event.type.split(".")[0] : null),
+	resourceId: (event: Record<string, unknown>) => (isRecord(event.data) ? idString(event.data.id) : null),
+	status: (event: Record<string, unknown>) =>
+		isRecord(event.data) && typeof event.data.status === "string"
+			? event.data.status.toUpperCase()
+			: String(event.type ?? "").toUpperCase(),
+	/** Epoch ms. The default is the signed `webhook-timestamp`, which the sender sets per message. */
+	version: (_event: Record<string, unknown>, headers: Headers) => Number(headers.get("webhook-timestamp")) * 1000,
+};
+
+/** `whsec_` is optional on input, as in the reference libraries. */
+export function standardKeyBytes(secret: string): Uint8Array | null {
+	return base64ToBytes(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
+}
+
+export async function verifyStandard({ headers, body, secrets, nowMs, config }: VerifyInput): Promise<VerifyResult> {
+	const id = headers.get("webhook-id");
+	const timestamp = headers.get("webhook-timestamp");
+	const header = headers.get("webhook-signature");
+	if (header === null || header.trim() === "" || id === null || id === "") return { ok: false, reason: "missing_signature" };
+	if (timestamp === null || timestamp === "") return { ok: false, reason: "missing_timestamp" };
+	const stale = checkTimestamp(timestamp, 1000, nowMs, config.toleranceSeconds);
+	if (stale) return { ok: false, reason: stale };
+	const macs: Uint8Array[] = [];
+	for (const item of header.trim().split(/\s+/)) {
+		const [version, value] = item.split(",", 2);
+		const mac = version === "v1" && value ? base64ToBytes(value) : null;
+		if (mac) macs.push(mac);
+	}
+	if (macs.length === 0) return { ok: false, reason: "no_supported_signature" };
+	const keys = secrets.map(standardKeyBytes).filter((k): k is Uint8Array => k !== null && k.byteLength > 0);
+	const signed = concatBytes(utf8(`${id}.${timestamp}.`), body);
+	return (await verifyAnyHmacSha256(keys, signed, macs)) ? { ok: true } : { ok: false, reason: "signature_mismatch" };
+}
+
+export function parseStandard(body: string, headers: Headers): ParseResult {
+	const messageId = idString(headers.get("webhook-id"));
+	if (messageId === null) return { ok: false, reason: "missing_message_id" };
+	const e = parseObject(body);
+	if (typeof e === "string") return { ok: false, reason: e };
+	const event = typeof e.type === "string" ? e.type : "";
+	const type = STANDARD_MAPPING.resourceType(e);
+	const id = STANDARD_MAPPING.resourceId(e);
+	const version = STANDARD_MAPPING.version(e, headers);
+	if (!type || id === null) return { ok: true, event: ignoredEvent("standard", messageId, event, "event not modelled") };
+	if (!Number.isSafeInteger(version) || version <= 0) return { ok: false, reason: "malformed_resource" };
+	return {
+		ok: true,
+		event: {
+			provider: "standard",
+			messageId,
+			event,
+			attempt: null,
+			attemptRef: null,
+			dedupeKey: null,
+			note: null,
+			resource: { type, id, wallet: null, version, status: STANDARD_MAPPING.status(e), data: e.data ?? null },
+		},
+	};
+}
+
+export const standard: Provider = {
+	name: "standard",
+	keptHeaders: ["webhook-id", "webhook-timestamp"],
+	verify: verifyStandard,
+	parse: parseStandard,
+};
