@@ -1,9 +1,22 @@
 /** Configuration the tests run with (shared by vitest.config.ts and the tests themselves). */
+export const TEST_SECRETS = {
+	bloobank: [
+		"whsec-test-current-0123456789abcdef0123456789abcdef",
+		"whsec-test-previous-fedcba9876543210fedcba9876543210",
+	],
+	bold: ["bold-test-current-0123456789abcdef", "bold-test-previous-fedcba9876543210"],
+	pazy: ["pazy-test-current-0123456789abcdef", "pazy-test-previous-fedcba9876543210"],
+	standard: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_cHJldmlvdXMtc3RhbmRhcmQtc2VjcmV0LTMyYnl0ZXM="],
+} as const;
+
 export const TEST_VARS = {
-	BLOOBANK_WEBHOOK_SECRETS:
-		"whsec-test-current-0123456789abcdef0123456789abcdef,whsec-test-previous-fedcba9876543210fedcba9876543210",
+	BLOOBANK_WEBHOOK_SECRETS: TEST_SECRETS.bloobank.join(","),
 	BLOOBANK_SECRET_ENCODING: "utf8",
+	BOLD_WEBHOOK_SECRETS: TEST_SECRETS.bold.join(","),
+	BOLD_SUPPORTED_MAJOR_VERSIONS: "1",
+	PAZY_WEBHOOK_SECRETS: TEST_SECRETS.pazy.join(","),
+	STANDARD_WEBHOOK_SECRETS: TEST_SECRETS.standard.join(","),
 	SIGNATURE_TOLERANCE_SECONDS: "300",
 	MAX_BODY_BYTES: "65536",
 	SWEEP_STALE_SECONDS: "300",
-} as const;
+};

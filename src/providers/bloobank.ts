@@ -37,7 +37,8 @@ export async function verifyBlooBank({ headers, body, secrets, nowMs, config }: 
 
 	// Decision (PROVIDERS 1.2): t= and the header must agree when both are present.
 	const tsHeader = headers.get("x-bloobank-timestamp")?.trim() ?? null;
-	if (parsed.t !== null && tsHeader !== null && parsed.t !== tsHeader) return { ok: false, reason: "timestamp_mismatch" };
+	if (parsed.t !== null && tsHeader !== null && parsed.t !== tsHeader)
+		return { ok: false, reason: "timestamp_mismatch" };
 	const timestamp = parsed.t ?? tsHeader;
 	if (timestamp === null || timestamp === "") return { ok: false, reason: "missing_timestamp" };
 	const stale = checkTimestamp(timestamp, 1, nowMs, config.toleranceSeconds);
@@ -51,7 +52,9 @@ export async function verifyBlooBank({ headers, body, secrets, nowMs, config }: 
 	}
 	// The timestamp string is signed exactly as sent, then the raw body bytes, never re-encoded.
 	const signed = concatBytes(utf8(`${timestamp}.`), body);
-	return (await verifyAnyHmacSha256(keys, signed, parsed.v1)) ? { ok: true } : { ok: false, reason: "signature_mismatch" };
+	return (await verifyAnyHmacSha256(keys, signed, parsed.v1))
+		? { ok: true }
+		: { ok: false, reason: "signature_mismatch" };
 }
 
 /** PROVIDERS 1.3: older lowercase statuses map onto the newer enum. */
@@ -101,7 +104,8 @@ export function parseBlooBank(body: string, headers: Headers): ParseResult {
 	if (resource === "malformed") return { ok: false, reason: "malformed_resource" };
 	const attempt =
 		positiveIntOrNull(envelope.deliveryAttempt) ?? positiveIntOrNull(headers.get("x-bloobank-delivery-attempt"));
-	if (resource === null) return { ok: true, event: ignoredEvent("bloobank", messageId, event, "event not modelled", { attempt }) };
+	if (resource === null)
+		return { ok: true, event: ignoredEvent("bloobank", messageId, event, "event not modelled", { attempt }) };
 	return {
 		ok: true,
 		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, dedupeKey: null, resource, note: null },

@@ -50,11 +50,15 @@ export function parseBold(body: string, headers: Headers, config: Config): Parse
 	// Bold's consumer rules: validate eventName, versions and the entity identifier.
 	const eventName = e.eventName;
 	if (typeof eventName !== "string" || !EVENT_NAME.test(eventName)) return { ok: false, reason: "malformed_envelope" };
-	if (!nonNegativeInt(e.majorVersion) || !nonNegativeInt(e.minorVersion)) return { ok: false, reason: "malformed_envelope" };
+	if (!nonNegativeInt(e.majorVersion) || !nonNegativeInt(e.minorVersion))
+		return { ok: false, reason: "malformed_envelope" };
 	const attemptRef = idString(e.attemptId) ?? idString(headers.get("x-attempt-id"));
 	const extra = { attemptRef };
 	if (!config.boldSupportedMajors.includes(e.majorVersion)) {
-		return { ok: true, event: ignoredEvent("bold", messageId, eventName, `unsupported major version ${e.majorVersion}`, extra) };
+		return {
+			ok: true,
+			event: ignoredEvent("bold", messageId, eventName, `unsupported major version ${e.majorVersion}`, extra),
+		};
 	}
 	const entity = idString(e.entity);
 	const entityId = idString(e.entityId);

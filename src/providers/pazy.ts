@@ -34,7 +34,9 @@ export async function verifyPazy({ headers, body, secrets, nowMs, config }: Veri
 	if (parsed.v1.length === 0) return { ok: false, reason: "no_supported_signature" };
 	const keys = secrets.map(utf8).filter((k) => k.byteLength > 0);
 	const signed = concatBytes(utf8(`${parsed.t}.`), body);
-	return (await verifyAnyHmacSha256(keys, signed, parsed.v1)) ? { ok: true } : { ok: false, reason: "signature_mismatch" };
+	return (await verifyAnyHmacSha256(keys, signed, parsed.v1))
+		? { ok: true }
+		: { ok: false, reason: "signature_mismatch" };
 }
 
 export function parsePazy(body: string, headers: Headers): ParseResult {
@@ -51,7 +53,8 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 	const paymentId = isRecord(data) ? idString(data.paymentId) : null;
 	const version = (isRecord(data) ? epochMs(data.paymentDate) : null) ?? epochMs(e.createdAt);
 	if (!isRecord(data) || paymentId === null || version === null) return { ok: false, reason: "malformed_resource" };
-	const status = typeof data.status === "string" ? data.status.toUpperCase() : type.slice("payment.".length).toUpperCase();
+	const status =
+		typeof data.status === "string" ? data.status.toUpperCase() : type.slice("payment.".length).toUpperCase();
 	return {
 		ok: true,
 		event: {

@@ -43,7 +43,8 @@ export async function verifyStandard({ headers, body, secrets, nowMs, config }: 
 	const id = headers.get("webhook-id");
 	const timestamp = headers.get("webhook-timestamp");
 	const header = headers.get("webhook-signature");
-	if (header === null || header.trim() === "" || id === null || id === "") return { ok: false, reason: "missing_signature" };
+	if (header === null || header.trim() === "" || id === null || id === "")
+		return { ok: false, reason: "missing_signature" };
 	if (timestamp === null || timestamp === "") return { ok: false, reason: "missing_timestamp" };
 	const stale = checkTimestamp(timestamp, 1000, nowMs, config.toleranceSeconds);
 	if (stale) return { ok: false, reason: stale };
@@ -68,7 +69,8 @@ export function parseStandard(body: string, headers: Headers): ParseResult {
 	const type = STANDARD_MAPPING.resourceType(e);
 	const id = STANDARD_MAPPING.resourceId(e);
 	const version = STANDARD_MAPPING.version(e, headers);
-	if (!type || id === null) return { ok: true, event: ignoredEvent("standard", messageId, event, "event not modelled") };
+	if (!type || id === null)
+		return { ok: true, event: ignoredEvent("standard", messageId, event, "event not modelled") };
 	if (!Number.isSafeInteger(version) || version <= 0) return { ok: false, reason: "malformed_resource" };
 	return {
 		ok: true,

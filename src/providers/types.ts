@@ -83,7 +83,17 @@ export function ignoredEvent(
 	note: string,
 	extra: Partial<NormalisedEvent> = {},
 ): NormalisedEvent {
-	return { provider, messageId, event, attempt: null, attemptRef: null, dedupeKey: null, ...extra, resource: null, note };
+	return {
+		provider,
+		messageId,
+		event,
+		attempt: null,
+		attemptRef: null,
+		dedupeKey: null,
+		...extra,
+		resource: null,
+		note,
+	};
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

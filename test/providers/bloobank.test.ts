@@ -188,10 +188,14 @@ describe("BlooBank envelope (PROVIDERS 1.3)", () => {
 
 	it("applies an order whatever its event name, and ignores events without a modelled resource", () => {
 		const renamed = parseBlooBank(
-			JSON.stringify({ event: "something.new", messageId: "m", data: { id: "o", ordVersion: 2, status: "PENDING" } }), new Headers());
+			JSON.stringify({ event: "something.new", messageId: "m", data: { id: "o", ordVersion: 2, status: "PENDING" } }),
+			new Headers(),
+		);
 		expect(renamed.ok && renamed.event.resource?.id).toBe("o");
 		const balance = parseBlooBank(
-			JSON.stringify({ event: "balance.updated", messageId: "b", data: { wallet: "w1", balance: 5 } }), new Headers());
+			JSON.stringify({ event: "balance.updated", messageId: "b", data: { wallet: "w1", balance: 5 } }),
+			new Headers(),
+		);
 		expect(balance).toMatchObject({ ok: true, event: { resource: null, event: "balance.updated" } });
 	});
 

@@ -1,7 +1,8 @@
 /** A test-side BlooBank sender: signs like PROVIDERS.md 1.2 says, independently of src/. */
+import { TEST_SECRETS } from "../vars";
 
-export const SECRET = "whsec-test-current-0123456789abcdef0123456789abcdef";
-export const OLD_SECRET = "whsec-test-previous-fedcba9876543210fedcba9876543210";
+export const SECRET = TEST_SECRETS.bloobank[0];
+export const OLD_SECRET = TEST_SECRETS.bloobank[1];
 
 function hex(bytes: ArrayBuffer): string {
 	return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");

@@ -1,0 +1,162 @@
+/**
+ * Test-side senders for the conformance suite: each builds its provider's envelopes and signs
+ * them as PROVIDERS.md says, independently of src/ (Standard Webhooks through the official
+ * `standardwebhooks` package).
+ */
+import { Webhook } from "standardwebhooks";
+import type { ProviderName } from "../../src/env";
+import { TEST_SECRETS } from "../vars";
+import { hmacHex } from "./bloobank";
+
+export interface SignOptions {
+	secret?: string;
+	nowMs?: number;
+	messageId: string;
+	/** Sign this, send the body given to request() (a tampered body). */
+	signedBody?: string;
+}
+
+export interface Sender {
+	name: ProviderName;
+	secrets: readonly string[];
+	/** Whether the scheme signs a timestamp (so stale/future requests exist). */
+	timestamped: boolean;
+	signatureHeader: string;
+	resourceType: string;
+	/** A state change of resource `id` at `version` (1, 2, 3...: later is newer). */
+	event(messageId: string, id: string, version: number, status: string): string;
+	/** A verified event we do not model (stored as ignored). */
+	unmodelled(messageId: string): string;
+	/** A verified body we cannot apply (500, recorded). */
+	malformed(messageId: string): string;
+	headers(body: string, opts: SignOptions): Promise<Record<string, string>>;
+}
+
+const BASE_MS = Date.parse("2026-11-01T00:00:00.000Z");
+const at = (version: number) => new Date(BASE_MS + version * 60_000).toISOString();
+
+export const bloobankSender: Sender = {
+	name: "bloobank",
+	secrets: TEST_SECRETS.bloobank,
+	timestamped: true,
+	signatureHeader: "x-bloobank-signature",
+	resourceType: "payment_order",
+	event: (messageId, id, version, status) =>
+		JSON.stringify({
+			event: `payment_order.${status.toLowerCase()}`,
+			messageId,
+			deliveryAttempt: 1,
+			data: { id, ordVersion: version, status, amount: 100, currency: "BRL" },
+		}),
+	unmodelled: (messageId) =>
+		JSON.stringify({ event: "balance.updated", messageId, data: { wallet: "w1", balance: 1 } }),
+	malformed: (messageId) =>
+		JSON.stringify({ event: "payment_order.success", messageId, data: { ordVersion: 1, status: "SUCCESS" } }),
+	async headers(body, o) {
+		const ts = String(o.nowMs ?? Date.now());
+		const sig = await hmacHex(o.secret ?? TEST_SECRETS.bloobank[0], `${ts}.${o.signedBody ?? body}`);
+		return { "x-bloobank-timestamp": ts, "x-bloobank-signature": `t=${ts},v1=${sig}` };
+	},
+};
+
+export const boldSender: Sender = {
+	name: "bold",
+	secrets: TEST_SECRETS.bold,
+	timestamped: false,
+	signatureHeader: "x-hmac-signature",
+	resourceType: "charge",
+	event: (messageId, id, version, status) =>
+		JSON.stringify({
+			eventId: messageId,
+			attemptId: `att-${messageId}`,
+			eventName: `charge.${status.toLowerCase()}`,
+			entity: "charge",
+			entityId: id,
+			occurredOn: at(version),
+			majorVersion: 1,
+			minorVersion: 3,
+			payload: { id, status },
+		}),
+	// Bold models every entity; what it does not apply is an unsupported major version.
+	unmodelled: (messageId) =>
+		JSON.stringify({
+			eventId: messageId,
+			eventName: "charge.paid",
+			entity: "charge",
+			entityId: "c",
+			occurredOn: at(1),
+			majorVersion: 2,
+			minorVersion: 0,
+			payload: {},
+		}),
+	malformed: (messageId) =>
+		JSON.stringify({
+			eventId: messageId,
+			eventName: "charge.paid",
+			entity: "charge",
+			occurredOn: at(1),
+			majorVersion: 1,
+			minorVersion: 0,
+			payload: {},
+		}),
+	async headers(body, o) {
+		return { "x-hmac-signature": await hmacHex(o.secret ?? TEST_SECRETS.bold[0], o.signedBody ?? body) };
+	},
+};
+
+export const pazySender: Sender = {
+	name: "pazy",
+	secrets: TEST_SECRETS.pazy,
+	timestamped: true,
+	signatureHeader: "x-pazy-signature",
+	resourceType: "payment",
+	event: (messageId, id, version, status) =>
+		JSON.stringify({
+			id: messageId,
+			type: `payment.${status.toLowerCase()}`,
+			createdAt: at(version),
+			data: { paymentId: id, status, paymentDate: at(version) },
+		}),
+	unmodelled: (messageId) =>
+		JSON.stringify({ id: messageId, type: "payout.created", createdAt: at(1), data: { payoutId: "p" } }),
+	malformed: (messageId) =>
+		JSON.stringify({ id: messageId, type: "payment.succeeded", createdAt: at(1), data: { status: "x" } }),
+	async headers(body, o) {
+		const t = String(Math.floor((o.nowMs ?? Date.now()) / 1000));
+		const sig = await hmacHex(o.secret ?? TEST_SECRETS.pazy[0], `${t}.${o.signedBody ?? body}`);
+		return { "x-pazy-signature": `t=${t},v1=${sig}`, "x-pazy-webhook-attempt": "1" };
+	},
+};
+
+export const standardSender: Sender = {
+	name: "standard",
+	secrets: TEST_SECRETS.standard,
+	timestamped: true,
+	signatureHeader: "webhook-signature",
+	resourceType: "invoice",
+	// The version of a Standard Webhooks event is its signed timestamp (see STANDARD_MAPPING);
+	// the sender below signs at `nowMs`, so tests pass a nowMs that grows with the version.
+	event: (_messageId, id, _version, status) =>
+		JSON.stringify({ type: `invoice.${status.toLowerCase()}`, data: { id, status } }),
+	unmodelled: () => JSON.stringify({ type: "ping", data: {} }),
+	malformed: () => "not json at all",
+	async headers(body, o) {
+		const date = new Date(o.nowMs ?? Date.now());
+		const signature = new Webhook(o.secret ?? TEST_SECRETS.standard[0]).sign(o.messageId, date, o.signedBody ?? body);
+		return {
+			"webhook-id": o.messageId,
+			"webhook-timestamp": String(Math.floor(date.getTime() / 1000)),
+			"webhook-signature": signature,
+		};
+	},
+};
+
+export const SENDERS: readonly Sender[] = [bloobankSender, boldSender, pazySender, standardSender];
+
+export async function senderRequest(sender: Sender, body: string, opts: SignOptions): Promise<Request> {
+	return new Request(`https://receiver.test/webhooks/${sender.name}`, {
+		method: "POST",
+		headers: { "content-type": "application/json", ...(await sender.headers(body, opts)) },
+		body,
+	});
+}
