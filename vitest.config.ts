@@ -18,6 +18,8 @@ export default defineConfig(async () => {
 		],
 		test: {
 			setupFiles: ["./test/setup.ts"],
+			// The Worker's structured log lines are asserted on where they matter; keep CI output readable.
+			onConsoleLog: (line: string) => !line.startsWith('{"level":'),
 		},
 	};
 });

@@ -2,12 +2,17 @@
  * The one place that reads environment variables. Everything else receives a parsed `Config`.
  * Bindings are typed here too, so `Env` is the whole contract between wrangler.toml and the code.
  */
+import { type Cidr, parseCidr } from "./ingress/cidr";
 import type { QueueMessage } from "./queue/messages";
 
 export interface Env {
 	DB: D1Database;
 	EVENTS: Queue<QueueMessage>;
 	RECONCILE: Queue<unknown>;
+	/** Optional: Workers Analytics Engine dataset, one data point per webhook request. */
+	WEBHOOK_ANALYTICS?: AnalyticsEngineDataset;
+	/** Optional: Workers Rate Limiting binding, keyed per provider. */
+	WEBHOOK_RATE_LIMITER?: RateLimit;
 
 	BLOOBANK_WEBHOOK_SECRETS?: string;
 	BLOOBANK_SECRET_ENCODING?: string;
@@ -49,6 +54,8 @@ export interface Config {
 	sweepStaleSeconds: number;
 	retentionDays: number;
 	dedupeRetentionDays: number;
+	/** null: no allow-list. */
+	allowedSourceCidrs: readonly Cidr[] | null;
 }
 
 export class ConfigError extends Error {
@@ -72,6 +79,16 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
 
 function optional(value: string | undefined): string | null {
 	return value && value.trim() !== "" ? value.trim() : null;
+}
+
+function parseCidrList(value: string | undefined): Cidr[] | null {
+	const entries = list(value);
+	if (entries.length === 0) return null;
+	return entries.map((entry) => {
+		const cidr = parseCidr(entry);
+		if (!cidr) throw new ConfigError(`ALLOWED_SOURCE_CIDRS: "${entry}" is not an IPv4 or IPv6 CIDR`);
+		return cidr;
+	});
 }
 
 export function parseConfig(env: Env): Config {
@@ -101,6 +118,7 @@ export function parseConfig(env: Env): Config {
 		sweepStaleSeconds: positiveInt("SWEEP_STALE_SECONDS", env.SWEEP_STALE_SECONDS, 300),
 		retentionDays: positiveInt("RETENTION_DAYS", env.RETENTION_DAYS, 30),
 		dedupeRetentionDays: positiveInt("DEDUPE_RETENTION_DAYS", env.DEDUPE_RETENTION_DAYS, 90),
+		allowedSourceCidrs: parseCidrList(env.ALLOWED_SOURCE_CIDRS),
 	};
 }
 

@@ -45,6 +45,8 @@ export const deliveries = sqliteTable(
 		lastDuplicateAt: integer("last_duplicate_at"),
 		lastError: text("last_error"),
 		processedAt: integer("processed_at"),
+		/** Milliseconds from request start to answer, new deliveries only (the ack-latency alert). */
+		ackMs: integer("ack_ms"),
 	},
 	(t) => [
 		uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
@@ -109,11 +111,16 @@ export const settledTotals = sqliteTable("settled_totals", {
 	amount: integer("amount").notNull().default(0),
 });
 
-/** Metadata of rejected requests; never the body or the signature header (DESIGN invariant 1). */
+/**
+ * Metadata of rejected requests; never the body or the signature header (DESIGN invariant 1).
+ * A ring of REJECTION_LOG_CAP slots (`id = seq % cap`, INSERT OR REPLACE), so a flood of junk
+ * overwrites the oldest rows instead of filling D1.
+ */
 export const rejections = sqliteTable(
 	"rejections",
 	{
-		id: integer("id").primaryKey({ autoIncrement: true }),
+		id: integer("id").primaryKey(),
+		seq: integer("seq").notNull(),
 		provider: text("provider").notNull(),
 		reason: text("reason").notNull(),
 		status: integer("status").notNull(),
@@ -121,5 +128,25 @@ export const rejections = sqliteTable(
 		ip: text("ip"),
 		at: integer("at").notNull(),
 	},
-	(t) => [index("rejections_at").on(t.at), index("rejections_reason").on(t.reason)],
+	(t) => [uniqueIndex("rejections_seq").on(t.seq), index("rejections_at").on(t.at)],
 );
+
+/** Rejections counted per minute, provider and reason: metrics and the signature-failure alert. */
+export const rejectionCounts = sqliteTable(
+	"rejection_counts",
+	{
+		minute: integer("minute").notNull(),
+		provider: text("provider").notNull(),
+		reason: text("reason").notNull(),
+		count: integer("count").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.minute, t.provider, t.reason] })],
+);
+
+/** One row per alert rule: whether it is firing, so each incident alerts once and clears once. */
+export const alertState = sqliteTable("alert_state", {
+	name: text("name").primaryKey(),
+	firing: integer("firing").notNull(),
+	since: integer("since").notNull(),
+	detail: text("detail"),
+});

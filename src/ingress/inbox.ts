@@ -82,14 +82,24 @@ export async function recordDelivery(
 		: { kind: "duplicate", id: row.id, mustSend, status: row.status };
 }
 
-/** After a successful send. The consumer may already have moved the row on; never move it back. */
-export function markEnqueued(db: D1Database, ids: readonly number[], nowMs: number): Promise<D1Result> {
+/**
+ * After a successful send. The consumer may already have moved the row on; never move it back.
+ * `ackMs` is the answer latency of a new delivery (kept for the ack-latency alert).
+ */
+export function markEnqueued(
+	db: D1Database,
+	ids: readonly number[],
+	nowMs: number,
+	ackMs: number | null = null,
+): Promise<D1Result> {
 	return db
 		.prepare(
-			`UPDATE deliveries SET status = 'enqueued', status_at = ?1, send_token = NULL
-       WHERE id IN (SELECT value FROM json_each(?2)) AND status IN ('received', 'enqueued')`,
+			`UPDATE deliveries SET status = CASE WHEN status IN ('received', 'enqueued') THEN 'enqueued' ELSE status END,
+         status_at = CASE WHEN status IN ('received', 'enqueued') THEN ?1 ELSE status_at END,
+         send_token = NULL, ack_ms = coalesce(?3, ack_ms)
+       WHERE id IN (SELECT value FROM json_each(?2))`,
 		)
-		.bind(nowMs, JSON.stringify(ids))
+		.bind(nowMs, JSON.stringify(ids), ackMs)
 		.run();
 }
 

@@ -1,8 +1,8 @@
 /**
- * One webhook delivery, from raw request to answer. The order of the steps is the design:
- * cap the body -> verify -> parse -> one D1 statement -> send the pointer -> 2xx.
+ * One webhook delivery, from raw request to receipt. The order of the steps is the design:
+ * source gates -> cap the body -> verify -> parse -> one D1 statement -> send the pointer.
  * Status codes follow DESIGN.md; 4xx only when the request is certainly not genuine, because
- * BlooBank never retries a 4xx (PROVIDERS 1.1).
+ * BlooBank never retries a 4xx (PROVIDERS 1.1). Rate limiting answers 503, never 429.
  */
 import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
@@ -10,11 +10,20 @@ import { keptHeadersJson } from "../providers";
 import type { Provider } from "../providers/types";
 import { deliveryMessage } from "../queue/messages";
 import { decodeUtf8, readBodyCapped } from "./body";
-import { markEnqueued, recordDelivery, releaseSendToken } from "./inbox";
-import { recordRejection } from "./rejections";
+import { ipAllowed } from "./cidr";
+import { recordDelivery, releaseSendToken } from "./inbox";
 
-/** Seconds the provider should wait before retrying after a 503. */
-export const RETRY_AFTER_SECONDS = 10;
+export type Outcome = "accepted" | "resent" | "duplicate" | "ignored" | "rejected" | "unavailable";
+
+export interface Receipt {
+	status: number;
+	outcome: Outcome;
+	/** Rejection reason or failure kind; a code, never input. */
+	reason: string | null;
+	size: number;
+	messageId: string | null;
+	deliveryId: number | null;
+}
 
 export interface ReceiveContext {
 	env: Env;
@@ -24,26 +33,29 @@ export interface ReceiveContext {
 	clientIp: string | null;
 }
 
-function empty(status: number, headers?: HeadersInit): Response {
-	return new Response(null, { status, headers });
-}
+const receipt = (status: number, outcome: Outcome, reason: string | null, size = 0): Receipt => ({
+	status,
+	outcome,
+	reason,
+	size,
+	messageId: null,
+	deliveryId: null,
+});
 
-function unavailable(): Response {
-	return empty(503, { "Retry-After": String(RETRY_AFTER_SECONDS) });
-}
-
-export async function receive(provider: Provider, request: Request, ctx: ReceiveContext): Promise<Response> {
+export async function receive(provider: Provider, request: Request, ctx: ReceiveContext): Promise<Receipt> {
 	const { env, config, nowMs } = ctx;
-	const reject = (status: number, reason: string, size: number): Response => {
-		log("warn", "webhook_rejected", { provider: provider.name, reason, status, size });
-		ctx.waitUntil(
-			recordRejection(env.DB, { provider: provider.name, reason, status, size, ip: ctx.clientIp, at: nowMs }),
-		);
-		return empty(status);
-	};
+
+	// Source gates: cheap, before reading a byte of the body.
+	if (config.allowedSourceCidrs && !(ctx.clientIp && ipAllowed(ctx.clientIp, config.allowedSourceCidrs))) {
+		return receipt(403, "rejected", "source_not_allowed");
+	}
+	if (env.WEBHOOK_RATE_LIMITER) {
+		const { success } = await env.WEBHOOK_RATE_LIMITER.limit({ key: provider.name });
+		if (!success) return receipt(503, "unavailable", "rate_limited");
+	}
 
 	const body = await readBodyCapped(request, config.maxBodyBytes);
-	if (!body.ok) return reject(413, "too_large", body.size);
+	if (!body.ok) return receipt(413, "rejected", "too_large", body.size);
 	const size = body.bytes.byteLength;
 
 	// Invariant 1: nothing below this line runs for an unverified body.
@@ -54,14 +66,15 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 		nowMs,
 		config,
 	});
-	if (!verified.ok) return reject(401, verified.reason, size);
+	if (!verified.ok) return receipt(401, "rejected", verified.reason, size);
 
 	const text = decodeUtf8(body.bytes);
-	const parsed = text === null ? null : provider.parse(text, request.headers, config);
+	if (text === null) return receipt(500, "rejected", "invalid_utf8", size);
+	const parsed = provider.parse(text, request.headers, config);
 	// Signed by the sender but not understood: 500, so the sender retries once we are fixed.
-	if (text === null || parsed === null) return reject(500, "invalid_utf8", size);
-	if (!parsed.ok) return reject(500, parsed.reason, size);
+	if (!parsed.ok) return receipt(500, "rejected", parsed.reason, size);
 	const event = parsed.event;
+	const base = { size, messageId: event.messageId };
 
 	let outcome: Awaited<ReturnType<typeof recordDelivery>>;
 	try {
@@ -72,29 +85,25 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 			messageId: event.messageId,
 			error: errorMessage(err),
 		});
-		return unavailable();
+		return { ...base, status: 503, outcome: "unavailable", reason: "d1_error", deliveryId: null };
 	}
 
-	const fields = { provider: provider.name, messageId: event.messageId, event: event.event, deliveryId: outcome.id };
+	const deliveryId = outcome.id;
 	if (!outcome.mustSend) {
-		log("info", outcome.kind === "new" ? "webhook_ignored" : "webhook_duplicate", fields);
-		return empty(200);
+		const kind = outcome.kind === "new" ? "ignored" : "duplicate";
+		return { ...base, status: 200, outcome: kind, reason: null, deliveryId };
 	}
-
 	try {
-		await env.EVENTS.send(deliveryMessage(outcome.id, provider.name, event.messageId));
+		await env.EVENTS.send(deliveryMessage(deliveryId, provider.name, event.messageId));
 	} catch (err) {
 		// Invariant 3: the row stays `received`; the sender's retry or the sweep sends it.
-		log("error", "queue_send_failed", { ...fields, error: errorMessage(err) });
-		ctx.waitUntil(releaseSendToken(env.DB, outcome.id).catch(() => {}));
-		return unavailable();
+		log("error", "queue_send_failed", {
+			provider: provider.name,
+			messageId: event.messageId,
+			error: errorMessage(err),
+		});
+		ctx.waitUntil(releaseSendToken(env.DB, deliveryId).catch(() => {}));
+		return { ...base, status: 503, outcome: "unavailable", reason: "queue_error", deliveryId };
 	}
-	// Not on the ack path: if this write is lost, the sweep re-sends and the consumer dedupes.
-	ctx.waitUntil(
-		markEnqueued(env.DB, [outcome.id], nowMs).catch((err) =>
-			log("warn", "mark_enqueued_failed", { ...fields, error: errorMessage(err) }),
-		),
-	);
-	log("info", outcome.kind === "new" ? "webhook_accepted" : "webhook_resent", fields);
-	return empty(200);
+	return { ...base, status: 200, outcome: outcome.kind === "new" ? "accepted" : "resent", reason: null, deliveryId };
 }

@@ -41,7 +41,7 @@ describe("intake of a new delivery", () => {
 		expect(res.status).toBe(200);
 		expect(h.db.roundTrips).toBe(2);
 		expect(h.db.statements[0]).toContain("INSERT INTO deliveries");
-		expect(h.db.statements[1]).toContain("SET status = 'enqueued'");
+		expect(h.db.statements[1]).toContain("UPDATE deliveries SET status");
 		expect((await rows<DeliveryRow>("SELECT status FROM deliveries"))[0]?.status).toBe("received");
 		h.db.release();
 		await waitOnExecutionContext(ctx);
@@ -151,7 +151,7 @@ describe("status codes", () => {
 		const [rej] = await rejections();
 		expect(rej).toMatchObject({ provider: "bloobank", reason: "signature_mismatch", status: 401 });
 		const columns = Object.keys((await rows("SELECT * FROM rejections"))[0] ?? {});
-		expect(columns.sort()).toEqual(["at", "id", "ip", "provider", "reason", "size", "status"]);
+		expect(columns.sort()).toEqual(["at", "id", "ip", "provider", "reason", "seq", "size", "status"]);
 	});
 
 	it.each([
@@ -236,7 +236,8 @@ describe("status codes", () => {
 	it("404 for an unknown provider and for a provider without secrets", async () => {
 		const h = harness();
 		expect((await call(h, await signedRequest(order(33), { path: "/webhooks/nope" }))).status).toBe(404);
-		expect((await call(h, await signedRequest(order(33), { path: "/webhooks/bold" }))).status).toBe(404);
+		const boldOff = harness({ BOLD_WEBHOOK_SECRETS: "" });
+		expect((await call(boldOff, await signedRequest(order(33), { path: "/webhooks/bold" }))).status).toBe(404);
 		expect((await call(h, await signedRequest(order(33), { path: "/webhooks/__proto__" }))).status).toBe(404);
 		const off = harness({ BLOOBANK_WEBHOOK_SECRETS: "" });
 		expect((await call(off, await signedRequest(order(33)))).status).toBe(404);
