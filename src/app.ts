@@ -1,5 +1,6 @@
 /** The HTTP surface: webhooks, health, admin. One error handler maps the unexpected to 5xx. */
 import { Hono } from "hono";
+import { adminRoutes } from "./admin/routes";
 import { type Config, ConfigError, type Env, getConfig } from "./env";
 import { ingressRoutes } from "./ingress/routes";
 import { errorMessage, log } from "./log";
@@ -20,6 +21,7 @@ export function createApp(): Hono<AppEnv> {
 	});
 
 	app.route("/webhooks", ingressRoutes());
+	app.route("/admin", adminRoutes());
 
 	app.notFound((c) => c.body(null, 404));
 	app.onError((err, c) => {

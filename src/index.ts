@@ -26,7 +26,7 @@ export default {
 		}
 	},
 
-	async scheduled(controller, env) {
+	async scheduled(controller, env, _ctx) {
 		const config = getConfig(env);
 		if (controller.cron === DAILY_RECONCILE_CRON) {
 			log("info", "reconcile_not_configured", {});

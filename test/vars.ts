@@ -9,7 +9,20 @@ export const TEST_SECRETS = {
 	standard: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_cHJldmlvdXMtc3RhbmRhcmQtc2VjcmV0LTMyYnl0ZXM="],
 } as const;
 
+/**
+ * Every configuration name is set here, empty when unset, so a developer's local .dev.vars (which
+ * wrangler would also load) cannot change what the tests see.
+ */
 export const TEST_VARS = {
+	WEBHOOK_PATH_TOKEN: "",
+	ADMIN_TOKEN: "",
+	ALERT_WEBHOOK_URL: "",
+	ALLOWED_SOURCE_CIDRS: "",
+	BLOOBANK_ACCESS_KEY: "",
+	BLOOBANK_PRIVATE_KEY: "",
+	BLOOBANK_WALLETS: "",
+	RETENTION_DAYS: "30",
+	DEDUPE_RETENTION_DAYS: "90",
 	BLOOBANK_WEBHOOK_SECRETS: TEST_SECRETS.bloobank.join(","),
 	BLOOBANK_SECRET_ENCODING: "utf8",
 	BOLD_WEBHOOK_SECRETS: TEST_SECRETS.bold.join(","),

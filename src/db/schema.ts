@@ -150,3 +150,56 @@ export const alertState = sqliteTable("alert_state", {
 	since: integer("since").notNull(),
 	detail: text("detail"),
 });
+
+/** One reconciliation run (src/reconcile/): the run report. */
+export const reconcileRuns = sqliteTable(
+	"reconcile_runs",
+	{
+		id: text("id").primaryKey(),
+		/** cron | admin */
+		trigger: text("trigger").notNull(),
+		/** running | done | failed */
+		status: text("status").notNull(),
+		wallets: text("wallets").notNull(),
+		periodFrom: integer("period_from").notNull(),
+		periodTo: integer("period_to").notNull(),
+		windowsPlanned: integer("windows_planned").notNull(),
+		windowsDone: integer("windows_done").notNull().default(0),
+		windowsFailed: integer("windows_failed").notNull().default(0),
+		pages: integer("pages").notNull().default(0),
+		ordersSeen: integer("orders_seen").notNull().default(0),
+		repaired: integer("repaired").notNull().default(0),
+		/** JSON array of the last errors (bounded). */
+		errors: text("errors").notNull().default("[]"),
+		startedAt: integer("started_at").notNull(),
+		finishedAt: integer("finished_at"),
+	},
+	(t) => [index("reconcile_runs_started").on(t.startedAt)],
+);
+
+/** One time window of one wallet in a run: the unit of work of the RECONCILE queue. */
+export const reconcileWindows = sqliteTable(
+	"reconcile_windows",
+	{
+		runId: text("run_id").notNull(),
+		wallet: text("wallet").notNull(),
+		idx: integer("idx").notNull(),
+		fromMs: integer("from_ms").notNull(),
+		toMs: integer("to_ms").notNull(),
+		/** pending | done | failed */
+		status: text("status").notNull(),
+		pages: integer("pages").notNull().default(0),
+		ordersSeen: integer("orders_seen").notNull().default(0),
+		repaired: integer("repaired").notNull().default(0),
+		restarts: integer("restarts").notNull().default(0),
+		lastError: text("last_error"),
+	},
+	(t) => [primaryKey({ columns: [t.runId, t.wallet, t.idx] })],
+);
+
+/** Per wallet: the end of the last period every window of a run covered. */
+export const reconcileWatermarks = sqliteTable("reconcile_watermarks", {
+	wallet: text("wallet").primaryKey(),
+	completedTo: integer("completed_to").notNull(),
+	runId: text("run_id").notNull(),
+});

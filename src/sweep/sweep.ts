@@ -2,7 +2,9 @@
  * The frequent cron. It does bounded catch-up work only:
  * - re-send deliveries left `received` (their send failed or the worker died) or `enqueued` but
  *   never applied, once older than SWEEP_STALE_SECONDS (DESIGN invariant 3);
- * - retry effects whose execution failed or whose executor died (invariant 6).
+ * - retry effects whose execution failed or whose executor died (invariant 6);
+ * - prune expired bodies, dedupe keys and rejection records (retention.ts);
+ * - evaluate the operational alerts (alerts.ts).
  */
 
 import { retryPendingEffects } from "../effects/executor";
@@ -10,6 +12,8 @@ import type { Config, Env } from "../env";
 import { SEND_LEASE_MS } from "../ingress/inbox";
 import { errorMessage, log } from "../log";
 import { type DeliveryPointerRow, sendPointers } from "../queue/enqueue";
+import { type AlertTransition, runAlerts } from "./alerts";
+import { pruneExpired, type RetentionReport } from "./retention";
 
 export const SWEEP_BATCH = 100;
 
@@ -17,6 +21,8 @@ export interface SweepReport {
 	resent: number;
 	effectsDone: number;
 	effectsFailed: number;
+	retention: RetentionReport | null;
+	alerts: AlertTransition[];
 }
 
 export async function resendStuckDeliveries(
@@ -49,7 +55,7 @@ export async function resendStuckDeliveries(
 }
 
 export async function sweep(env: Env, config: Config, nowMs: number): Promise<SweepReport> {
-	const report: SweepReport = { resent: 0, effectsDone: 0, effectsFailed: 0 };
+	const report: SweepReport = { resent: 0, effectsDone: 0, effectsFailed: 0, retention: null, alerts: [] };
 	// Each step is independent: one failing must not stop the others.
 	try {
 		report.resent = await resendStuckDeliveries(env, config, nowMs);
@@ -62,6 +68,16 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 		report.effectsFailed = effects.failed;
 	} catch (err) {
 		log("error", "sweep_effects_failed", { error: errorMessage(err) });
+	}
+	try {
+		report.retention = await pruneExpired(env.DB, config, nowMs);
+	} catch (err) {
+		log("error", "sweep_retention_failed", { error: errorMessage(err) });
+	}
+	try {
+		report.alerts = await runAlerts(env, config, nowMs);
+	} catch (err) {
+		log("error", "sweep_alerts_failed", { error: errorMessage(err) });
 	}
 	return report;
 }

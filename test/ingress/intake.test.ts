@@ -274,7 +274,7 @@ describe("WEBHOOK_PATH_TOKEN", () => {
 });
 
 describe("logs", () => {
-	it("never contain a secret, a signature or a raw body over a full request cycle", async () => {
+	it("never contain a secret, a token, a signature or a raw body over a full request cycle", async () => {
 		const lines: string[] = [];
 		const capture = (...args: unknown[]) => lines.push(args.map(String).join(" "));
 		const spies = [
@@ -282,19 +282,30 @@ describe("logs", () => {
 			vi.spyOn(console, "warn").mockImplementation(capture),
 			vi.spyOn(console, "error").mockImplementation(capture),
 		];
+		const pathToken = "path-token-never-logged-42";
+		const adminToken = "admin-token-never-logged-42";
 		try {
-			const h = harness();
-			const good = await signedRequest(order(50));
+			const h = harness({ WEBHOOK_PATH_TOKEN: pathToken, ADMIN_TOKEN: adminToken });
+			const path = `/webhooks/bloobank/${pathToken}`;
+			const good = await signedRequest(order(50), { path });
 			const sig = good.headers.get("x-bloobank-signature") ?? "";
 			await call(h, good);
-			await call(h, await signedRequest(order(50)));
-			await call(h, await signedRequest(order(51), { secret: "wrong" }));
-			await call(h, await signedRequest("not json"));
+			await call(h, await signedRequest(order(50), { path }));
+			await call(h, await signedRequest(order(51), { path, secret: "wrong" }));
+			await call(h, await signedRequest("not json", { path }));
+			await call(h, await signedRequest(order(53), { path: "/webhooks/bloobank/wrong-token" }));
+			await call(h, new Request("https://receiver.test/admin/metrics", { headers: { authorization: "Bearer nope" } }));
+			await call(
+				h,
+				new Request("https://receiver.test/admin/metrics", { headers: { authorization: `Bearer ${adminToken}` } }),
+			);
 			h.events.fail = true;
-			await call(h, await signedRequest(order(52)));
+			await call(h, await signedRequest(order(52), { path }));
+			h.db.failRoundTrip = true;
+			await call(h, await signedRequest(order(54), { path }));
 			const text = lines.join("\n");
-			expect(lines.length).toBeGreaterThan(4);
-			for (const secret of [SECRET, OLD_SECRET]) expect(text).not.toContain(secret);
+			expect(lines.length).toBeGreaterThan(6);
+			for (const secret of [SECRET, OLD_SECRET, pathToken, adminToken]) expect(text).not.toContain(secret);
 			expect(text).not.toContain(sig.split("v1=")[1]);
 			expect(text).not.toContain("v1=");
 			expect(text).not.toContain('"amount"');

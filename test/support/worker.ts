@@ -26,7 +26,18 @@ export async function call(h: Harness, request: Request): Promise<Response> {
 	return res;
 }
 
-const TABLES = ["deliveries", "resources", "effects", "settled_totals", "rejections"];
+const TABLES = [
+	"deliveries",
+	"resources",
+	"effects",
+	"settled_totals",
+	"rejections",
+	"rejection_counts",
+	"alert_state",
+	"reconcile_runs",
+	"reconcile_windows",
+	"reconcile_watermarks",
+];
 
 export async function resetDb(): Promise<void> {
 	await env.DB.batch(TABLES.map((t) => env.DB.prepare(`DELETE FROM ${t}`)));

@@ -1,0 +1,51 @@
+/** GET /admin/metrics: one D1 batch of aggregate reads. */
+
+export const REJECTION_WINDOW_MS = 24 * 60 * 60_000;
+
+export async function readMetrics(db: D1Database, nowMs: number, lastReconcile: unknown) {
+	const [byStatus, rejections, oldest, effects, settled] = await db.batch<Record<string, number | string | null>>([
+		db.prepare("SELECT status, count(*) AS n, sum(duplicates) AS d FROM deliveries GROUP BY status"),
+		db
+			.prepare("SELECT reason, sum(count) AS n FROM rejection_counts WHERE minute >= ?1 GROUP BY reason")
+			.bind(Math.floor((nowMs - REJECTION_WINDOW_MS) / 60_000)),
+		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
+		db.prepare(
+			`SELECT CASE WHEN status = 'pending' AND last_error IS NOT NULL THEN 'failed' ELSE status END AS s, count(*) AS n
+       FROM effects GROUP BY s`,
+		),
+		db.prepare("SELECT currency, count, amount FROM settled_totals ORDER BY currency"),
+	]);
+
+	const deliveries: Record<string, number> = {};
+	let total = 0;
+	let duplicates = 0;
+	for (const r of byStatus?.results ?? []) {
+		deliveries[String(r.status)] = Number(r.n);
+		total += Number(r.n);
+		duplicates += Number(r.d ?? 0);
+	}
+	const byReason: Record<string, number> = {};
+	for (const r of rejections?.results ?? []) byReason[String(r.reason)] = Number(r.n);
+	const effectCounts: Record<string, number> = { pending: 0, failed: 0, done: 0 };
+	for (const r of effects?.results ?? []) effectCounts[String(r.s)] = Number(r.n);
+	const settledTotals: Record<string, { count: number; amount: number }> = {};
+	for (const r of settled?.results ?? [])
+		settledTotals[String(r.currency)] = { count: Number(r.count), amount: Number(r.amount) };
+	const oldestMs = oldest?.results[0]?.oldest;
+
+	return {
+		deliveries: {
+			byStatus: deliveries,
+			total,
+			duplicates,
+			// Duplicate copies received per stored delivery.
+			duplicateRate: total === 0 ? 0 : Number((duplicates / (total + duplicates)).toFixed(4)),
+		},
+		rejections: { windowHours: 24, byReason },
+		oldestUnprocessedAgeSeconds:
+			typeof oldestMs === "number" ? Math.max(0, Math.round((nowMs - oldestMs) / 1000)) : null,
+		effects: effectCounts,
+		settled: settledTotals,
+		lastReconcile,
+	};
+}

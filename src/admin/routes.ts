@@ -1,0 +1,90 @@
+/** The admin API (DESIGN.md): JSON only, every list `{ items, nextCursor }`. */
+import { Hono } from "hono";
+import type { AppEnv } from "../app";
+import { PROVIDER_NAMES } from "../env";
+import { replayDeliveries } from "../queue/replay";
+import { adminAuth } from "./auth";
+import { readMetrics } from "./metrics";
+import { parseCursor, parseLimit } from "./pagination";
+import { getDelivery, getResource, listDeliveries, listEffects, listRejections } from "./views";
+
+const DELIVERY_STATUSES = ["received", "enqueued", "processed", "stale", "ignored", "failed"];
+const EFFECT_STATUSES = ["pending", "done", "failed"];
+
+const bad = (message: string) => ({ error: message });
+
+export function adminRoutes(): Hono<AppEnv> {
+	const app = new Hono<AppEnv>();
+	app.use("*", adminAuth());
+
+	app.get("/deliveries", async (c) => {
+		const q = c.req.query();
+		const cursor = parseCursor(q.cursor);
+		if (cursor === null) return c.json(bad("invalid cursor"), 400);
+		if (q.status && !DELIVERY_STATUSES.includes(q.status)) return c.json(bad("unknown status"), 400);
+		const filter = { provider: q.provider || undefined, status: q.status || undefined, event: q.event || undefined };
+		return c.json(await listDeliveries(c.env.DB, filter, cursor, parseLimit(q.limit)));
+	});
+
+	app.get("/deliveries/:provider/:messageId", async (c) => {
+		const d = await getDelivery(c.env.DB, c.req.param("provider"), c.req.param("messageId"));
+		return d ? c.json(d) : c.json(bad("not found"), 404);
+	});
+
+	app.post("/deliveries/:provider/:messageId/replay", async (c) => {
+		const provider = c.req.param("provider");
+		const messageId = c.req.param("messageId");
+		const d = await getDelivery(c.env.DB, provider, messageId);
+		if (!d) return c.json(bad("not found"), 404);
+		if (d.rawBody === null) return c.json(bad("raw body no longer retained (RETENTION_DAYS)"), 409);
+		const replayed = await replayDeliveries(c.env, { provider, messageId }, Date.now(), 1);
+		return c.json({ replayed }, 202);
+	});
+
+	app.post("/replay", async (c) => {
+		let body: Record<string, unknown>;
+		try {
+			body = (await c.req.json()) ?? {};
+		} catch {
+			return c.json(bad("body must be JSON"), 400);
+		}
+		const { provider, status, since } = body;
+		if (provider !== undefined && !PROVIDER_NAMES.includes(provider as never))
+			return c.json(bad("unknown provider"), 400);
+		if (status !== undefined && !DELIVERY_STATUSES.includes(status as string))
+			return c.json(bad("unknown status"), 400);
+		const sinceMs = since === undefined ? undefined : typeof since === "number" ? since : Date.parse(String(since));
+		if (sinceMs !== undefined && !Number.isFinite(sinceMs))
+			return c.json(bad("since must be an ISO time or epoch ms"), 400);
+		const replayed = await replayDeliveries(
+			c.env,
+			{ provider: provider as string | undefined, status: status as string | undefined, since: sinceMs },
+			Date.now(),
+		);
+		return c.json({ replayed });
+	});
+
+	app.get("/rejections", async (c) => {
+		const cursor = parseCursor(c.req.query("cursor"));
+		if (cursor === null) return c.json(bad("invalid cursor"), 400);
+		return c.json(await listRejections(c.env.DB, cursor, parseLimit(c.req.query("limit"))));
+	});
+
+	app.get("/resources/:provider/:type/:id", async (c) => {
+		const r = await getResource(c.env.DB, c.req.param("provider"), c.req.param("type"), c.req.param("id"));
+		return r ? c.json(r) : c.json(bad("not found"), 404);
+	});
+
+	app.get("/effects", async (c) => {
+		const status = c.req.query("status") || undefined;
+		if (status && !EFFECT_STATUSES.includes(status)) return c.json(bad("unknown status"), 400);
+		const cursor = parseCursor(c.req.query("cursor"));
+		if (cursor === null) return c.json(bad("invalid cursor"), 400);
+		return c.json(await listEffects(c.env.DB, status, cursor, parseLimit(c.req.query("limit"))));
+	});
+
+	app.get("/metrics", async (c) => c.json(await readMetrics(c.env.DB, Date.now(), null)));
+
+	app.notFound((c) => c.json(bad("not found"), 404));
+	return app;
+}

@@ -1,0 +1,188 @@
+/** Reads behind the admin API: the SQL and the JSON shapes DESIGN.md fixes. */
+import { type Page, page } from "./pagination";
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+interface DeliveryRow {
+	id: number;
+	provider: string;
+	message_id: string;
+	event: string;
+	status: string;
+	received_at: number;
+	attempts: number;
+	duplicates: number;
+	last_error: string | null;
+}
+
+function deliveryItem(r: DeliveryRow) {
+	return {
+		provider: r.provider,
+		messageId: r.message_id,
+		event: r.event,
+		status: r.status,
+		receivedAt: iso(r.received_at),
+		attempts: r.attempts,
+		duplicates: r.duplicates,
+		lastError: r.last_error,
+	};
+}
+
+export interface DeliveryFilter {
+	provider?: string;
+	status?: string;
+	event?: string;
+}
+
+export async function listDeliveries(
+	db: D1Database,
+	f: DeliveryFilter,
+	below: number,
+	limit: number,
+): Promise<Page<unknown>> {
+	const { results } = await db
+		.prepare(
+			`SELECT id, provider, message_id, event, status, received_at, attempts, duplicates, last_error
+       FROM deliveries
+       WHERE id < ?1 AND (?2 IS NULL OR provider = ?2) AND (?3 IS NULL OR status = ?3) AND (?4 IS NULL OR event = ?4)
+       ORDER BY id DESC LIMIT ?5`,
+		)
+		.bind(below, f.provider ?? null, f.status ?? null, f.event ?? null, limit + 1)
+		.all<DeliveryRow>();
+	return page(results, limit, (r) => r.id, deliveryItem);
+}
+
+export async function getDelivery(db: D1Database, provider: string, messageId: string) {
+	const r = await db
+		.prepare("SELECT * FROM deliveries WHERE provider = ?1 AND message_id = ?2")
+		.bind(provider, messageId)
+		.first<
+			DeliveryRow & {
+				raw_body: string | null;
+				provider_attempt: number | null;
+				attempt_ref: string | null;
+				resource_type: string | null;
+				resource_id: string | null;
+				resource_version: number | null;
+				status_at: number;
+				processed_at: number | null;
+				last_duplicate_at: number | null;
+				note: string | null;
+				body_bytes: number;
+			}
+		>();
+	if (!r) return null;
+	return {
+		...deliveryItem(r),
+		rawBody: r.raw_body,
+		bodyBytes: r.body_bytes,
+		providerAttempt: r.provider_attempt,
+		attemptId: r.attempt_ref,
+		resource: r.resource_type ? { type: r.resource_type, id: r.resource_id, version: r.resource_version } : null,
+		statusAt: iso(r.status_at),
+		processedAt: iso(r.processed_at),
+		lastDuplicateAt: iso(r.last_duplicate_at),
+		note: r.note,
+	};
+}
+
+interface RejectionRow {
+	seq: number;
+	provider: string;
+	reason: string;
+	status: number;
+	size: number;
+	ip: string | null;
+	at: number;
+}
+
+export async function listRejections(db: D1Database, below: number, limit: number): Promise<Page<unknown>> {
+	const { results } = await db
+		.prepare(
+			"SELECT seq, provider, reason, status, size, ip, at FROM rejections WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
+		)
+		.bind(below, limit + 1)
+		.all<RejectionRow>();
+	return page(
+		results,
+		limit,
+		(r) => r.seq,
+		({ seq: _seq, at, ...rest }) => ({ ...rest, at: iso(at) }),
+	);
+}
+
+export async function getResource(db: D1Database, provider: string, type: string, id: string) {
+	const r = await db
+		.prepare(
+			"SELECT provider, type, id, status, version, data, updated_at, source FROM resources WHERE provider = ?1 AND type = ?2 AND id = ?3",
+		)
+		.bind(provider, type, id)
+		.first<{
+			provider: string;
+			type: string;
+			id: string;
+			status: string;
+			version: number;
+			data: string;
+			updated_at: number;
+			source: string;
+		}>();
+	if (!r) return null;
+	return {
+		provider: r.provider,
+		type: r.type,
+		id: r.id,
+		status: r.status,
+		version: r.version,
+		data: JSON.parse(r.data) as unknown,
+		updatedAt: iso(r.updated_at),
+		source: r.source,
+	};
+}
+
+interface EffectRow {
+	id: number;
+	provider: string;
+	resource_type: string;
+	resource_id: string;
+	kind: string;
+	status: string;
+	attempts: number;
+	last_error: string | null;
+	created_at: number;
+	done_at: number | null;
+}
+
+/** Effect status filter: `pending`, `done`, or `failed` (pending with at least one failed attempt). */
+export async function listEffects(
+	db: D1Database,
+	status: string | undefined,
+	below: number,
+	limit: number,
+): Promise<Page<unknown>> {
+	const { results } = await db
+		.prepare(
+			`SELECT id, provider, resource_type, resource_id, kind, status, attempts, last_error, created_at, done_at
+       FROM effects
+       WHERE id < ?1 AND (?2 IS NULL OR (?2 = 'failed' AND status = 'pending' AND last_error IS NOT NULL) OR status = ?2)
+       ORDER BY id DESC LIMIT ?3`,
+		)
+		.bind(below, status ?? null, limit + 1)
+		.all<EffectRow>();
+	return page(
+		results,
+		limit,
+		(r) => r.id,
+		(r) => ({
+			id: r.id,
+			provider: r.provider,
+			resource: { type: r.resource_type, id: r.resource_id },
+			kind: r.kind,
+			status: r.status,
+			attempts: r.attempts,
+			lastError: r.last_error,
+			createdAt: iso(r.created_at),
+			doneAt: iso(r.done_at),
+		}),
+	);
+}

@@ -1,0 +1,146 @@
+/**
+ * Operational alerts on the thresholds BlooBank's guidance names (seeds: best practices,
+ * "Alert when"), evaluated by the sweep cron. Each rule's firing state is kept in D1, so an
+ * incident alerts once when it starts and once when it clears, not on every tick.
+ */
+
+import { postAlert } from "../effects/handlers";
+import type { Config, Env } from "../env";
+import { errorMessage, log } from "../log";
+
+export const SIGNATURE_FAILURE_MINUTES = 5;
+export const ACK_P99_LIMIT_MS = 3_000;
+export const ACK_WINDOW_MS = 5 * 60_000;
+export const BACKLOG_LIMIT_MS = 10 * 60_000;
+
+/** The rejection reasons that are signature or timestamp failures (401s). */
+export const SIGNATURE_REASONS = [
+	"missing_signature",
+	"malformed_signature",
+	"missing_timestamp",
+	"malformed_timestamp",
+	"timestamp_mismatch",
+	"timestamp_out_of_tolerance",
+	"no_supported_signature",
+	"signature_mismatch",
+];
+
+export interface Signals {
+	/** Signature failures in each of the last SIGNATURE_FAILURE_MINUTES full minutes, oldest first. */
+	signatureFailuresPerMinute: number[];
+	ackP99Ms: number | null;
+	oldestUnprocessedMs: number | null;
+	failedDeliveries: number;
+	lastReconcileRepairs: { runId: string; repaired: number } | null;
+}
+
+export type AlertName = "signature_failures" | "ack_latency" | "backlog" | "dead_letters" | "reconcile_repairs";
+
+/** Pure: which alerts fire, with a short detail, given the signals. */
+export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
+	const firing = new Map<AlertName, string>();
+	if (
+		s.signatureFailuresPerMinute.length === SIGNATURE_FAILURE_MINUTES &&
+		s.signatureFailuresPerMinute.every((n) => n > 0)
+	) {
+		firing.set("signature_failures", `signature failures in each of the last ${SIGNATURE_FAILURE_MINUTES} minutes`);
+	}
+	if (s.ackP99Ms !== null && s.ackP99Ms > ACK_P99_LIMIT_MS)
+		firing.set("ack_latency", `ack p99 ${s.ackP99Ms} ms over 5 min`);
+	if (s.oldestUnprocessedMs !== null && nowMs - s.oldestUnprocessedMs > BACKLOG_LIMIT_MS) {
+		firing.set("backlog", `oldest unprocessed delivery is ${Math.round((nowMs - s.oldestUnprocessedMs) / 1000)} s old`);
+	}
+	if (s.failedDeliveries > 0) firing.set("dead_letters", `${s.failedDeliveries} deliveries failed (dead-lettered)`);
+	if (s.lastReconcileRepairs && s.lastReconcileRepairs.repaired > 0) {
+		firing.set(
+			"reconcile_repairs",
+			`run ${s.lastReconcileRepairs.runId} repaired ${s.lastReconcileRepairs.repaired} orders`,
+		);
+	}
+	return firing;
+}
+
+export async function readSignals(db: D1Database, nowMs: number): Promise<Signals> {
+	const thisMinute = Math.floor(nowMs / 60_000);
+	const reasons = JSON.stringify(SIGNATURE_REASONS);
+	const [perMinute, p99, oldest, failed, reconcile] = await db.batch<Record<string, number | string | null>>([
+		db
+			.prepare(
+				`SELECT minute, sum(count) AS n FROM rejection_counts
+         WHERE minute >= ?1 AND minute < ?2 AND reason IN (SELECT value FROM json_each(?3)) GROUP BY minute`,
+			)
+			.bind(thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
+		db
+			.prepare(
+				`SELECT ack_ms FROM (
+           SELECT ack_ms, percent_rank() OVER (ORDER BY ack_ms) AS pr FROM deliveries
+           WHERE received_at >= ?1 AND ack_ms IS NOT NULL)
+         WHERE pr >= 0.99 ORDER BY ack_ms LIMIT 1`,
+			)
+			.bind(nowMs - ACK_WINDOW_MS),
+		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
+		db.prepare("SELECT count(*) AS n FROM deliveries WHERE status = 'failed'"),
+		db.prepare(
+			"SELECT id, repaired FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
+		),
+	]);
+	const counts = new Map((perMinute?.results ?? []).map((r) => [Number(r.minute), Number(r.n)]));
+	const run = reconcile?.results[0];
+	return {
+		signatureFailuresPerMinute: Array.from(
+			{ length: SIGNATURE_FAILURE_MINUTES },
+			(_, i) => counts.get(thisMinute - SIGNATURE_FAILURE_MINUTES + i) ?? 0,
+		),
+		ackP99Ms: p99?.results[0] ? Number(p99.results[0].ack_ms) : null,
+		oldestUnprocessedMs: typeof oldest?.results[0]?.oldest === "number" ? oldest.results[0].oldest : null,
+		failedDeliveries: Number(failed?.results[0]?.n ?? 0),
+		lastReconcileRepairs: run ? { runId: String(run.id), repaired: Number(run.repaired) } : null,
+	};
+}
+
+export interface AlertTransition {
+	name: AlertName;
+	state: "firing" | "resolved";
+	detail: string;
+}
+
+/** Evaluates the rules, alerts on every change of state, and records the new states. */
+export async function runAlerts(env: Env, config: Config, nowMs: number): Promise<AlertTransition[]> {
+	const db = env.DB;
+	const firing = evaluate(await readSignals(db, nowMs), nowMs);
+	const { results: state } = await db
+		.prepare("SELECT name, firing, detail FROM alert_state")
+		.all<{ name: string; firing: number; detail: string | null }>();
+	const was = new Map(state.filter((s) => s.firing === 1).map((s) => [s.name, s.detail ?? ""]));
+	const transitions: AlertTransition[] = [];
+	for (const [name, detail] of firing) if (!was.has(name)) transitions.push({ name, state: "firing", detail });
+	for (const [name, detail] of was)
+		if (!firing.has(name as AlertName)) transitions.push({ name: name as AlertName, state: "resolved", detail });
+	if (transitions.length === 0) return [];
+
+	// Alert first, record after: a lost record repeats an alert, a lost alert would hide an incident.
+	for (const t of transitions) {
+		log(t.state === "firing" ? "error" : "info", `alert_${t.state}`, { alert: t.name, detail: t.detail });
+		try {
+			await postAlert(
+				{ env, config },
+				{ alert: t.name, state: t.state, detail: t.detail, at: new Date(nowMs).toISOString() },
+				`${t.name}-${t.state}-${nowMs}`,
+			);
+		} catch (err) {
+			log("error", "alert_not_delivered", { alert: t.name, error: errorMessage(err) });
+			return [];
+		}
+	}
+	await db.batch(
+		transitions.map((t) =>
+			db
+				.prepare(
+					`INSERT INTO alert_state (name, firing, since, detail) VALUES (?1, ?2, ?3, ?4)
+           ON CONFLICT (name) DO UPDATE SET firing = excluded.firing, since = excluded.since, detail = excluded.detail`,
+				)
+				.bind(t.name, t.state === "firing" ? 1 : 0, nowMs, t.detail),
+		),
+	);
+	return transitions;
+}

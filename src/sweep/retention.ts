@@ -1,0 +1,48 @@
+/**
+ * Retention, in bounded chunks per sweep tick. Raw bodies go after RETENTION_DAYS (BlooBank's
+ * replay window is 30 days); the rows themselves, which are the dedupe keys, stay until
+ * DEDUPE_RETENTION_DAYS so a late replay of a pruned delivery is still recognised as a duplicate.
+ * Only settled rows are pruned: a `received`/`enqueued` row keeps its body until it is applied.
+ * Effects and resources are never pruned: the effect rows are what make effects fire once.
+ */
+import type { Config } from "../env";
+
+export const RETENTION_CHUNK = 500;
+const DAY_MS = 24 * 60 * 60_000;
+const SETTLED = "('processed', 'stale', 'ignored', 'failed')";
+/** Per-minute rejection counters feed 24 h metrics and 5 min alerts; two days is plenty. */
+export const REJECTION_COUNT_RETENTION_MS = 2 * DAY_MS;
+
+export interface RetentionReport {
+	bodiesPruned: number;
+	deliveriesDeleted: number;
+	rejectionsDeleted: number;
+}
+
+export async function pruneExpired(db: D1Database, config: Config, nowMs: number): Promise<RetentionReport> {
+	const bodyCutoff = nowMs - config.retentionDays * DAY_MS;
+	const keyCutoff = nowMs - Math.max(config.dedupeRetentionDays, config.retentionDays) * DAY_MS;
+	const [bodies, deliveries, rejections] = await db.batch([
+		db
+			.prepare(
+				`UPDATE deliveries SET raw_body = NULL, headers = NULL WHERE id IN (
+           SELECT id FROM deliveries WHERE received_at < ?1 AND raw_body IS NOT NULL AND status IN ${SETTLED} LIMIT ?2)`,
+			)
+			.bind(bodyCutoff, RETENTION_CHUNK),
+		db
+			.prepare(
+				`DELETE FROM deliveries WHERE id IN (
+           SELECT id FROM deliveries WHERE received_at < ?1 AND status IN ${SETTLED} LIMIT ?2)`,
+			)
+			.bind(keyCutoff, RETENTION_CHUNK),
+		db.prepare("DELETE FROM rejections WHERE at < ?1").bind(bodyCutoff),
+		db
+			.prepare("DELETE FROM rejection_counts WHERE minute < ?1")
+			.bind(Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000)),
+	]);
+	return {
+		bodiesPruned: bodies?.meta.changes ?? 0,
+		deliveriesDeleted: deliveries?.meta.changes ?? 0,
+		rejectionsDeleted: rejections?.meta.changes ?? 0,
+	};
+}

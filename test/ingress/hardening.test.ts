@@ -1,0 +1,125 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { ConfigError, parseConfig } from "../../src/env";
+import { ipAllowed, parseCidr } from "../../src/ingress/cidr";
+import { REJECTION_LOG_CAP } from "../../src/ingress/rejections";
+import { orderEvent, signedRequest } from "../support/bloobank";
+import { call, harness, resetDb, rows } from "../support/worker";
+
+beforeEach(resetDb);
+
+describe("CIDR matching", () => {
+	const list = (...cidrs: string[]) =>
+		cidrs.map(
+			(c) =>
+				parseCidr(c) ??
+				(() => {
+					throw new Error(c);
+				})(),
+		);
+
+	it.each([
+		["203.0.113.7", ["203.0.113.0/24"], true],
+		["203.0.114.7", ["203.0.113.0/24"], false],
+		["203.0.113.7", ["203.0.113.7/32"], true],
+		["203.0.113.8", ["203.0.113.7/32"], false],
+		["203.0.113.7", ["203.0.113.7"], true],
+		["8.8.8.8", ["0.0.0.0/0"], true],
+		["2001:db8::1", ["0.0.0.0/0"], false],
+		["2001:db8::1", ["2001:db8::/32"], true],
+		["2001:db9::1", ["2001:db8::/32"], false],
+		["2001:db8::1", ["2001:db8::1/128"], true],
+		["2001:db8::2", ["2001:db8::1/128"], false],
+		["2001:0db8:0000:0000:0000:0000:0000:0001", ["2001:db8::1/128"], true],
+		["::1", ["::/0"], true],
+		["203.0.113.7", ["::/0"], false],
+		["::ffff:203.0.113.7", ["::ffff:203.0.113.0/120"], true],
+		["not-an-ip", ["0.0.0.0/0"], false],
+		["", ["0.0.0.0/0"], false],
+	])("%s in %j -> %s", (ip, cidrs, allowed) => {
+		expect(ipAllowed(ip, list(...cidrs))).toBe(allowed);
+	});
+
+	it.each([
+		"10.0.0.0/33",
+		"10.0.0/8",
+		"10.0.0.256/8",
+		"2001:db8::/129",
+		"2001:db8:::1/64",
+		"1.2.3.4/8/8",
+		"010.0.0.0/8",
+		"abc",
+		"::/x",
+	])("refuses %s", (bad) => expect(parseCidr(bad)).toBeNull());
+
+	it("a malformed ALLOWED_SOURCE_CIDRS is a clear configuration error", () => {
+		expect(() => parseConfig({ ALLOWED_SOURCE_CIDRS: "10.0.0.0/8, 300.1.1.1/8" } as never)).toThrow(ConfigError);
+		expect(() => parseConfig({ ALLOWED_SOURCE_CIDRS: "10.0.0.0/8, 300.1.1.1/8" } as never)).toThrow(/300\.1\.1\.1\/8/);
+	});
+});
+
+describe("source allow-list", () => {
+	it("403 outside the list (recorded), 200 inside, 403 without CF-Connecting-IP", async () => {
+		const h = harness({ ALLOWED_SOURCE_CIDRS: "203.0.113.0/24,2001:db8::/32" });
+		const req = async (ip: string | null, n: number) =>
+			call(
+				h,
+				await signedRequest(
+					orderEvent(`cidr-${n}`, { id: `o-${n}`, ordVersion: 1, status: "PENDING" }),
+					ip ? { headers: { "cf-connecting-ip": ip } } : {},
+				),
+			);
+		expect((await req("198.51.100.1", 1)).status).toBe(403);
+		expect((await req(null, 2)).status).toBe(403);
+		expect((await req("203.0.113.9", 3)).status).toBe(200);
+		expect((await req("2001:db8::42", 4)).status).toBe(200);
+		expect(await rows("SELECT reason, status, ip FROM rejections ORDER BY seq")).toEqual([
+			{ reason: "source_not_allowed", status: 403, ip: "198.51.100.1" },
+			{ reason: "source_not_allowed", status: 403, ip: null },
+		]);
+	});
+
+	it("a malformed list answers 500 (retryable), never 4xx", async () => {
+		const h = harness({ ALLOWED_SOURCE_CIDRS: "nonsense" });
+		expect(
+			(await call(h, await signedRequest(orderEvent("c", { id: "o", ordVersion: 1, status: "PENDING" })))).status,
+		).toBe(500);
+	});
+});
+
+describe("rate limiting", () => {
+	it("over the limit answers 503 with Retry-After, never 429, and stores nothing", async () => {
+		let allowed = 1;
+		const limiter: RateLimit = { limit: async ({ key }) => ({ success: key === "bloobank" && allowed-- > 0 }) };
+		const h = harness({ WEBHOOK_RATE_LIMITER: limiter });
+		expect(
+			(await call(h, await signedRequest(orderEvent("rl-1", { id: "o1", ordVersion: 1, status: "PENDING" })))).status,
+		).toBe(200);
+		const limited = await call(
+			h,
+			await signedRequest(orderEvent("rl-2", { id: "o2", ordVersion: 1, status: "PENDING" })),
+		);
+		expect(limited.status).toBe(503);
+		expect(limited.headers.get("retry-after")).toBe("10");
+		expect(await rows("SELECT message_id FROM deliveries")).toEqual([{ message_id: "rl-1" }]);
+	});
+});
+
+describe("rejection log", () => {
+	it(`stays bounded at ${REJECTION_LOG_CAP} rows under 10,000 junk requests, keeping the newest`, async () => {
+		const h = harness();
+		const junk = () =>
+			new Request("https://receiver.test/webhooks/bloobank", {
+				method: "POST",
+				headers: { "x-bloobank-signature": "t=1,v1=00" },
+				body: "junk",
+			});
+		for (let i = 0; i < 10_000; i += 100) {
+			const answers = await Promise.all(Array.from({ length: 100 }, () => call(h, junk())));
+			expect(answers.every((r) => r.status === 401)).toBe(true);
+		}
+		expect(await rows("SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM rejections")).toEqual([
+			{ n: REJECTION_LOG_CAP, lo: 10_000 - REJECTION_LOG_CAP + 1, hi: 10_000 },
+		]);
+		expect(await rows("SELECT sum(count) AS n FROM rejection_counts")).toEqual([{ n: 10_000 }]);
+	}, 120_000);
+});
