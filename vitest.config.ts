@@ -1,17 +1,25 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { unstable_readConfig } from "wrangler";
 import { TEST_VARS } from "./test/vars.ts";
+
+// The test Worker takes its bindings from wrangler.toml, but not its queue consumers: tests drive
+// consumers explicitly (createMessageBatch), and a background consumer would apply messages
+// behind their back with the wrong env. Nor .dev.vars: tests set every variable (test/vars.ts).
+const wrangler = unstable_readConfig({ config: "wrangler.toml" });
 
 export default defineConfig(async () => {
 	const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
 	return {
 		plugins: [
 			cloudflareTest({
-				wrangler: { configPath: "./wrangler.toml" },
+				main: "./src/index.ts",
 				miniflare: {
-					// Tests drive consumers explicitly (createMessageBatch); no background delivery.
-					queueConsumers: {},
+					compatibilityDate: wrangler.compatibility_date,
+					compatibilityFlags: wrangler.compatibility_flags,
+					d1Databases: Object.fromEntries(wrangler.d1_databases.map((d) => [d.binding, d.database_id ?? d.binding])),
+					queueProducers: Object.fromEntries((wrangler.queues.producers ?? []).map((q) => [q.binding, q.queue])),
 					bindings: { ...TEST_VARS, TEST_MIGRATIONS: migrations },
 				},
 			}),

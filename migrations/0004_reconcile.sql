@@ -33,7 +33,9 @@ CREATE TABLE `reconcile_windows` (
 	`pages` integer DEFAULT 0 NOT NULL,
 	`orders_seen` integer DEFAULT 0 NOT NULL,
 	`repaired` integer DEFAULT 0 NOT NULL,
+	`page_token` text,
 	`restarts` integer DEFAULT 0 NOT NULL,
+	`retries` integer DEFAULT 0 NOT NULL,
 	`last_error` text,
 	PRIMARY KEY(`run_id`, `wallet`, `idx`)
 );

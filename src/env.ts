@@ -2,13 +2,14 @@
  * The one place that reads environment variables. Everything else receives a parsed `Config`.
  * Bindings are typed here too, so `Env` is the whole contract between wrangler.toml and the code.
  */
+import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
 import { type Cidr, parseCidr } from "./ingress/cidr";
-import type { QueueMessage } from "./queue/messages";
+import type { QueueMessage, ReconcileJob } from "./queue/messages";
 
 export interface Env {
 	DB: D1Database;
 	EVENTS: Queue<QueueMessage>;
-	RECONCILE: Queue<unknown>;
+	RECONCILE: Queue<ReconcileJob>;
 	/** Optional: Workers Analytics Engine dataset, one data point per webhook request. */
 	WEBHOOK_ANALYTICS?: AnalyticsEngineDataset;
 	/** Optional: Workers Rate Limiting binding, keyed per provider. */
@@ -132,4 +133,51 @@ export function getConfig(env: Env): Config {
 		cache.set(env, config);
 	}
 	return config;
+}
+
+/** Reconciliation settings: parsed apart, because bad credentials must fail a run, not every request. */
+export interface ReconcileConfig {
+	baseUrl: string;
+	accessKey: string;
+	privateKey: Uint8Array;
+	signatureFormat: SignatureFormat;
+	wallets: readonly string[];
+	filterField: string;
+	lookbackHours: number;
+}
+
+export type ReconcileConfigResult = { ok: true; config: ReconcileConfig } | { ok: false; error: string };
+
+export function parseReconcileConfig(env: Env): ReconcileConfigResult {
+	const fail = (error: string): ReconcileConfigResult => ({ ok: false, error });
+	const baseUrl = (env.BLOOBANK_API_BASE_URL ?? "https://txengine.bloobank.com/txengine/v1").trim().replace(/\/+$/, "");
+	let protocol = "";
+	try {
+		protocol = new URL(baseUrl).protocol;
+	} catch {
+		// reported below
+	}
+	if (protocol !== "https:" && protocol !== "http:") return fail("BLOOBANK_API_BASE_URL is not an http(s) URL");
+	const accessKey = env.BLOOBANK_ACCESS_KEY?.trim() ?? "";
+	if (accessKey === "") return fail("BLOOBANK_ACCESS_KEY is not set");
+	if (!env.BLOOBANK_PRIVATE_KEY?.trim()) return fail("BLOOBANK_PRIVATE_KEY is not set");
+	const privateKey = parsePrivateKey(env.BLOOBANK_PRIVATE_KEY);
+	if (!privateKey) return fail("BLOOBANK_PRIVATE_KEY must be 64 hex characters of a valid secp256k1 key");
+	const format = (env.BLOOBANK_SIGNATURE_FORMAT ?? "compact").trim().toLowerCase();
+	if (format !== "compact" && format !== "der") return fail("BLOOBANK_SIGNATURE_FORMAT must be compact or der");
+	const wallets = list(env.BLOOBANK_WALLETS);
+	if (wallets.length === 0) return fail("BLOOBANK_WALLETS is empty");
+	// The field name goes into the provider's filter expression: a plain identifier only.
+	const filterField = (env.RECONCILE_FILTER_FIELD ?? "updatedAt").trim();
+	if (!/^[A-Za-z_][A-Za-z0-9_.]{0,63}$/.test(filterField)) return fail("RECONCILE_FILTER_FIELD must be a field name");
+	let lookbackHours: number;
+	try {
+		lookbackHours = positiveInt("RECONCILE_LOOKBACK_HOURS", env.RECONCILE_LOOKBACK_HOURS, 48);
+	} catch (err) {
+		return fail((err as Error).message);
+	}
+	return {
+		ok: true,
+		config: { baseUrl, accessKey, privateKey, signatureFormat: format, wallets, filterField, lookbackHours },
+	};
 }

@@ -4,7 +4,9 @@ import { consumeDeadLetters, consumeEvents } from "./apply/consumer";
 import { DAILY_RECONCILE_CRON } from "./cron";
 import { type Env, getConfig } from "./env";
 import { log } from "./log";
-import { QUEUE_NAMES, type QueueMessage } from "./queue/messages";
+import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "./queue/messages";
+import { startRun } from "./reconcile/planner";
+import { consumeReconcile } from "./reconcile/window";
 import { sweep } from "./sweep/sweep";
 
 const app = createApp();
@@ -19,6 +21,8 @@ export default {
 				return consumeEvents(batch as MessageBatch<QueueMessage>, env, config);
 			case QUEUE_NAMES.eventsDeadLetter:
 				return consumeDeadLetters(batch as MessageBatch<QueueMessage>, env);
+			case QUEUE_NAMES.reconcile:
+				return consumeReconcile(batch as MessageBatch<ReconcileJob>, env);
 			default:
 				// Retrying cannot help a message nobody here consumes; keep it visible in the log.
 				log("error", "unknown_queue", { queue: batch.queue, messages: batch.messages.length });
@@ -29,9 +33,9 @@ export default {
 	async scheduled(controller, env, _ctx) {
 		const config = getConfig(env);
 		if (controller.cron === DAILY_RECONCILE_CRON) {
-			log("info", "reconcile_not_configured", {});
+			await startRun(env, "cron", controller.scheduledTime);
 			return;
 		}
 		await sweep(env, config, controller.scheduledTime);
 	},
-} satisfies ExportedHandler<Env, QueueMessage>;
+} satisfies ExportedHandler<Env, QueueMessage | ReconcileJob>;

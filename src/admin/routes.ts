@@ -3,6 +3,8 @@ import { Hono } from "hono";
 import type { AppEnv } from "../app";
 import { PROVIDER_NAMES } from "../env";
 import { replayDeliveries } from "../queue/replay";
+import { startRun } from "../reconcile/planner";
+import { lastRun, listRuns } from "../reconcile/report";
 import { adminAuth } from "./auth";
 import { readMetrics } from "./metrics";
 import { parseCursor, parseLimit } from "./pagination";
@@ -83,7 +85,18 @@ export function adminRoutes(): Hono<AppEnv> {
 		return c.json(await listEffects(c.env.DB, status, cursor, parseLimit(c.req.query("limit"))));
 	});
 
-	app.get("/metrics", async (c) => c.json(await readMetrics(c.env.DB, Date.now(), null)));
+	app.get("/metrics", async (c) => c.json(await readMetrics(c.env.DB, Date.now(), await lastRun(c.env.DB))));
+
+	app.post("/reconcile", async (c) => {
+		const run = await startRun(c.env, "admin", Date.now());
+		return c.json({ runId: run.runId, windows: run.windows, error: run.error }, 202);
+	});
+
+	app.get("/reconcile/runs", async (c) => {
+		const cursor = parseCursor(c.req.query("cursor"));
+		if (cursor === null) return c.json(bad("invalid cursor"), 400);
+		return c.json(await listRuns(c.env.DB, cursor, parseLimit(c.req.query("limit"))));
+	});
 
 	app.notFound((c) => c.json(bad("not found"), 404));
 	return app;

@@ -191,7 +191,12 @@ export const reconcileWindows = sqliteTable(
 		pages: integer("pages").notNull().default(0),
 		ordersSeen: integer("orders_seen").notNull().default(0),
 		repaired: integer("repaired").notNull().default(0),
+		/** Where the next invocation resumes; D1, not the message, holds it, so a retry never re-pages. */
+		pageToken: text("page_token"),
+		/** INVALID_PAGE_TOKEN restarts (bounded). */
 		restarts: integer("restarts").notNull().default(0),
+		/** Consecutive transient failures (bounded). */
+		retries: integer("retries").notNull().default(0),
 		lastError: text("last_error"),
 	},
 	(t) => [primaryKey({ columns: [t.runId, t.wallet, t.idx] })],

@@ -94,6 +94,12 @@ function paymentOrder(event: string, resource: unknown): ResourceSnapshot | "mal
 	};
 }
 
+/** A PaymentOrder as the list API returns it (newer generation), as a snapshot, or null. */
+export function blooBankOrderSnapshot(item: unknown): ResourceSnapshot | null {
+	const r = paymentOrder("payment_order.listed", item);
+	return r === "malformed" ? null : r;
+}
+
 export function parseBlooBank(body: string, headers: Headers): ParseResult {
 	const envelope = parseObject(body);
 	if (typeof envelope === "string") return { ok: false, reason: envelope };

@@ -35,3 +35,11 @@ export const QUEUE_NAMES = {
 export function deliveryMessage(deliveryId: number, provider: ProviderName, messageId: string): DeliveryMessage {
 	return { kind: "delivery", deliveryId, provider, messageId };
 }
+
+/** A RECONCILE job: one time window of one wallet. Its resume point (page token) lives in D1. */
+export interface ReconcileJob {
+	kind: "reconcile_window";
+	runId: string;
+	wallet: string;
+	idx: number;
+}

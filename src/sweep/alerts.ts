@@ -104,6 +104,9 @@ export interface AlertTransition {
 	detail: string;
 }
 
+/** Alerts whose every new detail is a new incident (each reconcile run with repairs is one). */
+const NEW_INCIDENT_ON_NEW_DETAIL: ReadonlySet<AlertName> = new Set(["reconcile_repairs"]);
+
 /** Evaluates the rules, alerts on every change of state, and records the new states. */
 export async function runAlerts(env: Env, config: Config, nowMs: number): Promise<AlertTransition[]> {
 	const db = env.DB;
@@ -113,7 +116,12 @@ export async function runAlerts(env: Env, config: Config, nowMs: number): Promis
 		.all<{ name: string; firing: number; detail: string | null }>();
 	const was = new Map(state.filter((s) => s.firing === 1).map((s) => [s.name, s.detail ?? ""]));
 	const transitions: AlertTransition[] = [];
-	for (const [name, detail] of firing) if (!was.has(name)) transitions.push({ name, state: "firing", detail });
+	for (const [name, detail] of firing) {
+		const before = was.get(name);
+		if (before === undefined || (NEW_INCIDENT_ON_NEW_DETAIL.has(name) && before !== detail)) {
+			transitions.push({ name, state: "firing", detail });
+		}
+	}
 	for (const [name, detail] of was)
 		if (!firing.has(name as AlertName)) transitions.push({ name: name as AlertName, state: "resolved", detail });
 	if (transitions.length === 0) return [];

@@ -87,21 +87,30 @@ function countingStatement(db: CountingD1, inner: D1PreparedStatement, sql: stri
 
 export class RecordingQueue<T> {
 	sent: T[] = [];
+	/** The delay asked for with each sent message (undefined: none). */
+	delays: (number | undefined)[] = [];
+	calls = 0;
 	fail = false;
 
 	constructor(readonly inner: Queue<T>) {}
 
 	async send(body: T, options?: QueueSendOptions): Promise<void> {
+		this.calls++;
 		if (this.fail) throw new Error("Queue send failed: injected");
 		await this.inner.send(body, options);
 		this.sent.push(body);
+		this.delays.push(options?.delaySeconds);
 	}
 
 	async sendBatch(messages: Iterable<MessageSendRequest<T>>, options?: QueueSendBatchOptions): Promise<void> {
+		this.calls++;
 		if (this.fail) throw new Error("Queue sendBatch failed: injected");
 		const list = [...messages];
 		await this.inner.sendBatch(list, options);
-		for (const m of list) this.sent.push(m.body);
+		for (const m of list) {
+			this.sent.push(m.body);
+			this.delays.push(m.delaySeconds ?? options?.delaySeconds);
+		}
 	}
 
 	asQueue(): Queue<T> {

@@ -2,20 +2,27 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
-import type { QueueMessage } from "../../src/queue/messages";
+import type { QueueMessage, ReconcileJob } from "../../src/queue/messages";
 import { CountingD1, RecordingQueue } from "./bindings";
 
 export interface Harness {
 	env: Env;
 	db: CountingD1;
 	events: RecordingQueue<QueueMessage>;
+	reconcile: RecordingQueue<ReconcileJob>;
 }
 
 /** A fresh env per test: the real bindings behind counting/fault-injecting wrappers. */
 export function harness(vars: Partial<Env> = {}): Harness {
 	const db = new CountingD1(env.DB);
 	const events = new RecordingQueue<QueueMessage>(env.EVENTS);
-	return { env: { ...env, ...vars, DB: db.asD1(), EVENTS: events.asQueue() }, db, events };
+	const reconcile = new RecordingQueue<ReconcileJob>(env.RECONCILE);
+	return {
+		env: { ...env, ...vars, DB: db.asD1(), EVENTS: events.asQueue(), RECONCILE: reconcile.asQueue() },
+		db,
+		events,
+		reconcile,
+	};
 }
 
 /** Calls the Worker's fetch and waits for its waitUntil work. */

@@ -1,0 +1,194 @@
+/**
+ * The BlooBank paymentOrders API client (PROVIDERS.md 1.5): every attempt signed afresh (new
+ * request id and timestamp: the server rejects a reused id as REPLAY_DETECTED), bounded by a
+ * timeout, 429 honoured through Retry-After, 5xx and network errors retried with exponential
+ * backoff and jitter, errors parsed into a typed value. Expected failures are values.
+ */
+import { canonicalString, sha256, signCanonical } from "../crypto/access-signature";
+import { bytesToHex, utf8 } from "../crypto/encoding";
+import type { ReconcileConfig } from "../env";
+
+/** The seeds' rule: a bounded timeout (<= 3 s) on every call to the provider. */
+export const REQUEST_TIMEOUT_MS = 3_000;
+export const MAX_ATTEMPTS = 3;
+/** A Retry-After longer than this is not slept through; the job is re-queued with that delay. */
+export const MAX_INLINE_RETRY_AFTER_MS = 5_000;
+export const PAGE_SIZE = 100;
+
+export type ApiError =
+	| { kind: "rate_limited"; retryAfterSeconds: number; message: string }
+	| { kind: "unavailable"; message: string }
+	| { kind: "invalid_page_token"; message: string }
+	| { kind: "unauthenticated"; httpStatus: number; code: string; message: string }
+	| { kind: "rejected"; httpStatus: number; code: string; reason: string | null; message: string };
+
+export type ApiResult<T> = { ok: true; value: T } | { ok: false; error: ApiError };
+
+export interface OrdersPage {
+	items: unknown[];
+	nextPageToken: string | null;
+}
+
+export interface ClientDeps {
+	fetch: typeof fetch;
+	now: () => number;
+	sleep: (ms: number) => Promise<void>;
+	random: () => number;
+	timeoutMs: number;
+	/** Called once per HTTP attempt (subrequest accounting). */
+	onAttempt?: () => void;
+}
+
+export const defaultDeps = (): ClientDeps => ({
+	fetch: (input, init) => fetch(input, init),
+	now: () => Date.now(),
+	sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+	random: Math.random,
+	timeoutMs: REQUEST_TIMEOUT_MS,
+});
+
+interface ErrorEnvelope {
+	error?: { code?: unknown; status?: unknown; message?: unknown; details?: { reason?: unknown }[] };
+}
+
+async function parseError(res: Response): Promise<{ code: string; reason: string | null; message: string }> {
+	let body: ErrorEnvelope = {};
+	try {
+		body = (await res.json()) as ErrorEnvelope;
+	} catch {
+		// Not the documented envelope: keep the HTTP status as the whole story.
+	}
+	const e = body.error ?? {};
+	const reason = e.details?.find((d) => typeof d?.reason === "string")?.reason;
+	return {
+		code: typeof e.status === "string" ? e.status : typeof e.code === "string" ? e.code : String(res.status),
+		reason: typeof reason === "string" ? reason : null,
+		message: (typeof e.message === "string" ? e.message : res.statusText).slice(0, 300),
+	};
+}
+
+/** Full jitter on an exponential base: 250 ms, 500 ms, 1 s ... */
+export function backoffMs(attempt: number, random: () => number): number {
+	return Math.round(250 * 2 ** (attempt - 1) * (0.5 + random()));
+}
+
+export class BlooBankClient {
+	constructor(
+		private readonly config: ReconcileConfig,
+		private readonly deps: ClientDeps = defaultDeps(),
+	) {}
+
+	/** The exact URL sent: its path and query are what the signature covers. */
+	listUrl(wallet: string, params: { filter: string; orderBy: string; pageToken: string | null }): URL {
+		const url = new URL(`${this.config.baseUrl}/wallets/${encodeURIComponent(wallet)}/paymentOrders`);
+		url.searchParams.set("filter", params.filter);
+		url.searchParams.set("order_by", params.orderBy);
+		url.searchParams.set("page_size", String(PAGE_SIZE));
+		if (params.pageToken) url.searchParams.set("page_token", params.pageToken);
+		return url;
+	}
+
+	async listPaymentOrders(
+		wallet: string,
+		params: { filter: string; orderBy: string; pageToken: string | null },
+	): Promise<ApiResult<OrdersPage>> {
+		const result = await this.request(this.listUrl(wallet, params));
+		if (!result.ok) return result;
+		const body = result.value as { items?: unknown; nextPageToken?: unknown };
+		if (
+			!Array.isArray(body.items) ||
+			(body.nextPageToken !== null && body.nextPageToken !== undefined && typeof body.nextPageToken !== "string")
+		) {
+			return { ok: false, error: { kind: "unavailable", message: "list response is not { items, nextPageToken }" } };
+		}
+		return {
+			ok: true,
+			value: { items: body.items, nextPageToken: (body.nextPageToken as string | null | undefined) || null },
+		};
+	}
+
+	private async signedHeaders(method: string, url: URL, body: Uint8Array): Promise<Headers> {
+		const requestId = crypto.randomUUID();
+		const timestamp = String(this.deps.now());
+		const pathname = `${url.pathname}${url.search}`;
+		const canonical = canonicalString({
+			accessKey: this.config.accessKey,
+			requestId,
+			timestamp,
+			method,
+			pathname,
+			bodySha256Hex: bytesToHex(await sha256(body)),
+		});
+		return new Headers({
+			accept: "application/json",
+			"x-access-key": this.config.accessKey,
+			"x-access-timestamp": timestamp,
+			"x-access-request-id": requestId,
+			"x-access-signature": await signCanonical(canonical, this.config.privateKey, this.config.signatureFormat),
+		});
+	}
+
+	private async request(url: URL): Promise<ApiResult<unknown>> {
+		let last: ApiError = { kind: "unavailable", message: "no attempt made" };
+		for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+			if (attempt > 1) {
+				await this.deps.sleep(
+					last.kind === "rate_limited" ? last.retryAfterSeconds * 1000 : backoffMs(attempt - 1, this.deps.random),
+				);
+			}
+			this.deps.onAttempt?.();
+			let res: Response;
+			try {
+				// Signed per attempt: a fresh request id and timestamp every time.
+				const headers = await this.signedHeaders("GET", url, utf8(""));
+				res = await this.deps.fetch(url.toString(), {
+					method: "GET",
+					headers,
+					signal: AbortSignal.timeout(this.deps.timeoutMs),
+				});
+			} catch (err) {
+				last = {
+					kind: "unavailable",
+					message: `network: ${(err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message}`.slice(
+						0,
+						300,
+					),
+				};
+				continue;
+			}
+			if (res.ok) {
+				try {
+					return { ok: true, value: await res.json() };
+				} catch {
+					last = { kind: "unavailable", message: "response body is not JSON" };
+					continue;
+				}
+			}
+			const e = await parseError(res);
+			if (res.status === 429) {
+				const seconds = Number(res.headers.get("retry-after"));
+				const retryAfterSeconds = Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds) : 1;
+				last = { kind: "rate_limited", retryAfterSeconds, message: e.message };
+				if (retryAfterSeconds * 1000 > MAX_INLINE_RETRY_AFTER_MS) return { ok: false, error: last };
+				continue;
+			}
+			if (res.status >= 500) {
+				last = { kind: "unavailable", message: `${res.status} ${e.code}: ${e.message}` };
+				continue;
+			}
+			if (e.reason === "INVALID_PAGE_TOKEN" || e.code === "INVALID_PAGE_TOKEN")
+				return { ok: false, error: { kind: "invalid_page_token", message: e.message } };
+			if (res.status === 401 || res.status === 403) {
+				return {
+					ok: false,
+					error: { kind: "unauthenticated", httpStatus: res.status, code: e.code, message: e.message },
+				};
+			}
+			return {
+				ok: false,
+				error: { kind: "rejected", httpStatus: res.status, code: e.code, reason: e.reason, message: e.message },
+			};
+		}
+		return { ok: false, error: last };
+	}
+}

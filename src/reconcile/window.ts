@@ -1,0 +1,260 @@
+/**
+ * A RECONCILE job: page the list API over one window, compare each page with local versions in
+ * one query, and send every order that is missing locally or newer than ours to EVENTS as a
+ * snapshot, so the single writer applies it and first-observation effects fire as for webhooks.
+ * At most MAX_PAGES_PER_INVOCATION pages per invocation; the resume point is stored in D1 and a
+ * continuation job is queued. Memory holds one page at a time.
+ */
+import { type Env, parseReconcileConfig } from "../env";
+import { errorMessage, log } from "../log";
+import { blooBankOrderSnapshot } from "../providers/bloobank";
+import type { ResourceSnapshot } from "../providers/types";
+import type { ReconcileJob, SnapshotMessage } from "../queue/messages";
+import { BlooBankClient, type ClientDeps, defaultDeps } from "./client";
+
+/** 10 pages: <= 30 API attempts + 10 queue sends + 1 continuation, under the free plan's 50 subrequests. */
+export const MAX_PAGES_PER_INVOCATION = 10;
+export const MAX_RESTARTS = 3;
+export const MAX_RETRIES = 5;
+/** Queue sendBatch caps a call at 256 KB; stay well under it. */
+const SEND_BATCH_BYTES = 200_000;
+
+interface WindowRow {
+	status: string;
+	from_ms: number;
+	to_ms: number;
+	page_token: string | null;
+	pages: number;
+	restarts: number;
+	retries: number;
+}
+
+interface Progress {
+	pages: number;
+	seen: number;
+	repaired: number;
+	token: string | null;
+	restarts: number;
+	retries: number;
+	done: boolean;
+	failed: string | null;
+	/** Seconds until the continuation should run (0: at once). */
+	delaySeconds: number;
+	errors: string[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function sendSnapshots(env: Env, runId: string, snapshots: ResourceSnapshot[]): Promise<void> {
+	let batch: { body: SnapshotMessage }[] = [];
+	let bytes = 0;
+	for (const resource of snapshots) {
+		const body: SnapshotMessage = { kind: "snapshot", provider: "bloobank", resource, runId };
+		const size = JSON.stringify(body).length;
+		if (batch.length > 0 && (bytes + size > SEND_BATCH_BYTES || batch.length === 100)) {
+			await env.EVENTS.sendBatch(batch);
+			batch = [];
+			bytes = 0;
+		}
+		batch.push({ body });
+		bytes += size;
+	}
+	if (batch.length > 0) await env.EVENTS.sendBatch(batch);
+}
+
+/** One page: the drifted orders, found with one D1 query whatever the page size. */
+async function drifted(db: D1Database, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
+	if (items.length === 0) return [];
+	const { results } = await db
+		.prepare(
+			`SELECT id, version FROM resources
+       WHERE provider = 'bloobank' AND type = 'payment_order' AND id IN (SELECT value FROM json_each(?1))`,
+		)
+		.bind(JSON.stringify(items.map((i) => i.id)))
+		.all<{ id: string; version: number }>();
+	const local = new Map(results.map((r) => [r.id, r.version]));
+	return items.filter((i) => {
+		const v = local.get(i.id);
+		return v === undefined || i.version > v;
+	});
+}
+
+export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = defaultDeps()): Promise<void> {
+	const db = env.DB;
+	const key = [job.runId, job.wallet, job.idx] as const;
+	const w = await db
+		.prepare(
+			"SELECT status, from_ms, to_ms, page_token, pages, restarts, retries FROM reconcile_windows WHERE run_id = ?1 AND wallet = ?2 AND idx = ?3",
+		)
+		.bind(...key)
+		.first<WindowRow>();
+	if (!w || w.status !== "pending") return; // a duplicate job, or a window already finished
+
+	const p: Progress = {
+		pages: 0,
+		seen: 0,
+		repaired: 0,
+		token: w.page_token,
+		restarts: w.restarts,
+		retries: w.retries,
+		done: false,
+		failed: null,
+		delaySeconds: 0,
+		errors: [],
+	};
+	const parsed = parseReconcileConfig(env);
+	if (!parsed.ok) {
+		p.failed = `configuration: ${parsed.error}`;
+	} else {
+		const { filterField } = parsed.config;
+		const client = new BlooBankClient(parsed.config, deps);
+		const filter = `${filterField}>=${iso(w.from_ms)} AND ${filterField}<${iso(w.to_ms)}`;
+		for (let i = 0; i < MAX_PAGES_PER_INVOCATION && !p.done && !p.failed && p.delaySeconds === 0; i++) {
+			const res = await client.listPaymentOrders(job.wallet, {
+				filter,
+				orderBy: `${filterField} asc`,
+				pageToken: p.token,
+			});
+			if (!res.ok) {
+				const e = res.error;
+				if (e.kind === "invalid_page_token") {
+					// Tokens expire after ~48 h: start the window again (re-applying is idempotent).
+					p.restarts++;
+					p.token = null;
+					if (p.restarts > MAX_RESTARTS) p.failed = "INVALID_PAGE_TOKEN: too many restarts";
+				} else if (e.kind === "rate_limited") {
+					p.delaySeconds = e.retryAfterSeconds;
+				} else if (e.kind === "unavailable") {
+					p.retries++;
+					p.errors.push(`unavailable: ${e.message}`);
+					if (p.retries > MAX_RETRIES) p.failed = `provider unavailable: ${e.message}`;
+					else p.delaySeconds = 30 * 2 ** (p.retries - 1);
+				} else if (e.kind === "unauthenticated") {
+					p.failed = `credentials rejected (${e.httpStatus} ${e.code}): ${e.message}`;
+				} else {
+					p.failed = `${e.httpStatus} ${e.code}${e.reason ? ` ${e.reason}` : ""}: ${e.message}`;
+				}
+				continue;
+			}
+			p.retries = 0;
+			p.pages++;
+			const snapshots: ResourceSnapshot[] = [];
+			for (const item of res.value.items) {
+				const s = blooBankOrderSnapshot(item);
+				if (s) snapshots.push(s);
+				else if (p.errors.length < 5) p.errors.push("an item of the list is not a payment order");
+			}
+			p.seen += res.value.items.length;
+			const repair = await drifted(db, snapshots);
+			await sendSnapshots(env, job.runId, repair);
+			p.repaired += repair.length;
+			p.token = res.value.nextPageToken;
+			if (p.token === null) p.done = true;
+		}
+	}
+	await saveProgress(db, job, w, p, deps.now());
+	if (!p.done && !p.failed) {
+		await env.RECONCILE.send(job, p.delaySeconds > 0 ? { delaySeconds: p.delaySeconds } : undefined);
+	}
+	log(p.failed ? "error" : "info", "reconcile_window", {
+		runId: job.runId,
+		wallet: job.wallet,
+		idx: job.idx,
+		pages: p.pages,
+		seen: p.seen,
+		repaired: p.repaired,
+		state: p.failed ? "failed" : p.done ? "done" : "continues",
+		error: p.failed,
+	});
+}
+
+/**
+ * One D1 batch: the window's progress and the run's counters; when the window ends, the run's
+ * completion and, if every window of the run is done, the watermark of its wallets.
+ */
+async function saveProgress(
+	db: D1Database,
+	job: ReconcileJob,
+	before: WindowRow,
+	p: Progress,
+	nowMs: number,
+): Promise<void> {
+	const status = p.failed ? "failed" : p.done ? "done" : "pending";
+	const lastError = p.failed ?? p.errors.at(-1) ?? null;
+	const statements = [
+		db
+			.prepare(
+				`UPDATE reconcile_windows SET status = ?4, pages = pages + ?5, orders_seen = orders_seen + ?6,
+           repaired = repaired + ?7, page_token = ?8, restarts = ?9, retries = ?10, last_error = ?11
+         WHERE run_id = ?1 AND wallet = ?2 AND idx = ?3 AND status = 'pending' AND pages = ?12`,
+			)
+			.bind(
+				job.runId,
+				job.wallet,
+				job.idx,
+				status,
+				p.pages,
+				p.seen,
+				p.repaired,
+				p.token,
+				p.restarts,
+				p.retries,
+				lastError,
+				before.pages,
+			),
+		db
+			.prepare(
+				`UPDATE reconcile_runs SET pages = pages + ?2, orders_seen = orders_seen + ?3, repaired = repaired + ?4,
+           windows_done = windows_done + ?5, windows_failed = windows_failed + ?6,
+           errors = CASE WHEN ?7 IS NULL OR json_array_length(errors) >= 20 THEN errors ELSE json_insert(errors, '$[#]', ?7) END
+         WHERE id = ?1 AND changes() > 0`,
+			)
+			.bind(
+				job.runId,
+				p.pages,
+				p.seen,
+				p.repaired,
+				status === "done" ? 1 : 0,
+				status === "failed" ? 1 : 0,
+				p.failed ? `${job.wallet}#${job.idx}: ${p.failed}` : null,
+			),
+	];
+	if (status !== "pending") {
+		statements.push(
+			db
+				.prepare(
+					`UPDATE reconcile_runs SET status = CASE WHEN windows_failed > 0 THEN 'failed' ELSE 'done' END, finished_at = ?2
+           WHERE id = ?1 AND finished_at IS NULL AND windows_done + windows_failed >= windows_planned`,
+				)
+				.bind(job.runId, nowMs),
+			// The watermark advances only when every window of the run is done.
+			db
+				.prepare(
+					`INSERT INTO reconcile_watermarks (wallet, completed_to, run_id)
+           SELECT j.value, r.period_to, r.id FROM reconcile_runs AS r, json_each(r.wallets) AS j
+           WHERE r.id = ?1 AND r.status = 'done' AND r.finished_at = ?2
+           ON CONFLICT (wallet) DO UPDATE SET completed_to = max(completed_to, excluded.completed_to), run_id = excluded.run_id`,
+				)
+				.bind(job.runId, nowMs),
+		);
+	}
+	await db.batch(statements);
+}
+
+export async function consumeReconcile(batch: MessageBatch<ReconcileJob>, env: Env, deps?: ClientDeps): Promise<void> {
+	for (const m of batch.messages) {
+		try {
+			if (m.body?.kind !== "reconcile_window") {
+				log("error", "unknown_reconcile_message", { id: m.id });
+				m.ack();
+				continue;
+			}
+			await runWindow(env, m.body, deps);
+			m.ack();
+		} catch (err) {
+			// D1 or the queue failed: run the job again later; it resumes from the token in D1.
+			log("error", "reconcile_window_failed", { error: errorMessage(err), attempts: m.attempts });
+			m.retry({ delaySeconds: Math.min(600, 30 * 2 ** Math.max(0, m.attempts - 1)) });
+		}
+	}
+}
