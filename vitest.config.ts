@@ -18,8 +18,18 @@ export default defineConfig(async () => {
 				miniflare: {
 					compatibilityDate: wrangler.compatibility_date,
 					compatibilityFlags: wrangler.compatibility_flags,
-					d1Databases: Object.fromEntries(wrangler.d1_databases.map((d) => [d.binding, d.database_id ?? d.binding])),
-					queueProducers: Object.fromEntries((wrangler.queues.producers ?? []).map((q) => [q.binding, q.queue])),
+					d1Databases: Object.fromEntries(
+						wrangler.d1_databases.map((d: { binding: string; database_id?: string }) => [
+							d.binding,
+							d.database_id ?? d.binding,
+						]),
+					),
+					queueProducers: Object.fromEntries(
+						(wrangler.queues.producers ?? []).map((q: { binding: string; queue: string }): [string, string] => [
+							q.binding,
+							q.queue,
+						]),
+					) as Record<string, string>,
 					bindings: { ...TEST_VARS, TEST_MIGRATIONS: migrations },
 				},
 			}),

@@ -88,7 +88,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 		)
 		.bind(...key)
 		.first<WindowRow>();
-	if (!w || w.status !== "pending") return; // a duplicate job, or a window already finished
+	if (w?.status !== "pending") return; // a duplicate job, or a window already finished
 
 	const p: Progress = {
 		pages: 0,

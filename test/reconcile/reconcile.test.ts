@@ -311,7 +311,7 @@ describe("provider errors", () => {
 	});
 
 	it("a provider down for every attempt: the window is retried later with backoff, not failed", async () => {
-		const h = h0({ RECONCILE_LOOKBACK_HOURS: "1" });
+		const h = h0({ RECONCILE_LOOKBACK_HOURS: "2" });
 		fake.seed(1);
 		fake.script(...Array.from({ length: 3 }, () => () => new Response(null, { status: 500 })));
 		await post(h, "/admin/reconcile");
