@@ -33,3 +33,44 @@ export function saveResults(name: string, data: unknown): string {
 	writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
 	return file;
 }
+
+/** PIDs of running workerd processes (Linux /proc); empty elsewhere. */
+export function workerdPids(): number[] {
+	try {
+		return readdirSync("/proc")
+			.filter((d) => /^\d+$/.test(d))
+			.filter((d) => {
+				try {
+					return readFileSync(`/proc/${d}/comm`, "utf8").trim() === "workerd";
+				} catch {
+					return false;
+				}
+			})
+			.map(Number);
+	} catch {
+		return [];
+	}
+}
+
+/** Peak resident memory (VmHWM) of these processes, summed, in MiB; null where unreadable. */
+export function peakRssMiB(pids: number[]): number | null {
+	return procMiB(pids, "VmHWM");
+}
+
+/** Resident memory now (VmRSS), summed, in MiB. */
+export function currentRssMiB(pids: number[]): number | null {
+	return procMiB(pids, "VmRSS");
+}
+
+function procMiB(pids: number[], field: "VmHWM" | "VmRSS"): number | null {
+	let kb = 0;
+	for (const pid of pids) {
+		try {
+			const m = readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`${field}:\\s+(\\d+) kB`));
+			if (m) kb += Number(m[1]);
+		} catch {
+			return null;
+		}
+	}
+	return pids.length === 0 ? null : Math.round(kb / 1024);
+}

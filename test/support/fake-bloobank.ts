@@ -42,6 +42,9 @@ export class FakeBlooBank {
 	/** One-shot behaviours, in order; one that returns null waits for a later request. */
 	private scripts: Script[] = [];
 
+	/** The orders sorted by updatedAt, kept between pages (a 100,000-order set is re-sorted only on seed). */
+	private sorted: { at: number; order: FakeOrder }[] | null = null;
+
 	constructor(readonly format: "compact" | "der" = "compact") {}
 
 	seed(
@@ -63,6 +66,7 @@ export class FakeBlooBank {
 			...make(i),
 		}));
 		this.orders.push(...made);
+		this.sorted = null;
 		return made;
 	}
 
@@ -135,16 +139,21 @@ export class FakeBlooBank {
 			}
 			offset = t.offset;
 		}
-		const matching = this.orders
-			.filter((o) => o.wallet === wallet)
-			.filter((o) =>
-				clauses.every((c) => {
-					const [, field, op, value] = c as RegExpMatchArray;
-					const v = Date.parse(String((o as unknown as Record<string, unknown>)[field as string]));
-					return op === ">=" ? v >= Date.parse(value as string) : v < Date.parse(value as string);
-				}),
+		if (clauses.some((c) => c?.[1] !== "updatedAt"))
+			return errorBody(400, "INVALID_ARGUMENT", "INVALID_FILTER", "field not filterable");
+		this.sorted ??= this.orders
+			.map((order) => ({ at: Date.parse(order.updatedAt), order }))
+			.sort((a, b) => a.at - b.at || a.order.id.localeCompare(b.order.id));
+		const matching = this.sorted
+			.filter(
+				({ at, order }) =>
+					order.wallet === wallet &&
+					clauses.every((c) => {
+						const [, , op, value] = c as RegExpMatchArray;
+						return op === ">=" ? at >= Date.parse(value as string) : at < Date.parse(value as string);
+					}),
 			)
-			.sort((a, b) => Date.parse(a.updatedAt) - Date.parse(b.updatedAt) || a.id.localeCompare(b.id));
+			.map(({ order }) => order);
 		const items = matching.slice(offset, offset + size);
 		const next =
 			offset + size < matching.length ? btoa(JSON.stringify({ offset: offset + size, filter, orderBy })) : null;
