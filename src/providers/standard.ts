@@ -21,7 +21,10 @@ import {
 
 /**
  * How an event maps onto a resource. Edit this for your sender; the default reads the event's
- * `type`, `data.id` and `data.status`, and orders snapshots by the webhook timestamp.
+ * `type`, `data.id` and `data.status`, and orders snapshots by the payload's `timestamp` (the
+ * spec's recommended envelope `{ type, timestamp, data }`: when the event happened), falling back
+ * to `webhook-timestamp`. Decision: the payload time comes first because senders such as Svix sign
+ * each retry anew, so the header time of a retried old event can be newer than a later event's.
  */
 export const STANDARD_MAPPING = {
 	resourceType: (event: Record<string, unknown>) => (typeof event.type === "string" ? event.type.split(".")[0] : null),
@@ -30,8 +33,10 @@ export const STANDARD_MAPPING = {
 		isRecord(event.data) && typeof event.data.status === "string"
 			? event.data.status.toUpperCase()
 			: String(event.type ?? "").toUpperCase(),
-	/** Epoch ms. The default is the signed `webhook-timestamp`, which the sender sets per message. */
-	version: (_event: Record<string, unknown>, headers: Headers) => Number(headers.get("webhook-timestamp")) * 1000,
+	/** Epoch ms. */
+	version: (event: Record<string, unknown>, headers: Headers) =>
+		(typeof event.timestamp === "string" ? Date.parse(event.timestamp) : Number.NaN) ||
+		Number(headers.get("webhook-timestamp")) * 1000,
 };
 
 /** `whsec_` is optional on input, as in the reference libraries. */
