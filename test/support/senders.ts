@@ -134,10 +134,9 @@ export const standardSender: Sender = {
 	timestamped: true,
 	signatureHeader: "webhook-signature",
 	resourceType: "invoice",
-	// The version of a Standard Webhooks event is its signed timestamp (see STANDARD_MAPPING);
-	// the sender below signs at `nowMs`, so tests pass a nowMs that grows with the version.
-	event: (_messageId, id, _version, status) =>
-		JSON.stringify({ type: `invoice.${status.toLowerCase()}`, data: { id, status } }),
+	// The version of a Standard Webhooks event is its payload `timestamp` (see STANDARD_MAPPING).
+	event: (_messageId, id, version, status) =>
+		JSON.stringify({ type: `invoice.${status.toLowerCase()}`, timestamp: at(version), data: { id, status } }),
 	unmodelled: () => JSON.stringify({ type: "ping", data: {} }),
 	malformed: () => "not json at all",
 	async headers(body, o) {
