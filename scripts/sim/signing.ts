@@ -1,0 +1,135 @@
+/**
+ * How each provider signs a delivery (PROVIDERS.md), written for the simulator and the
+ * send-test-event tool. WebCrypto only, so it runs in Node and in workerd (the tests check it
+ * against the receiver's own verification).
+ */
+
+export type SimProvider = "bloobank" | "bold" | "pazy" | "standard";
+export const SIM_PROVIDERS: readonly SimProvider[] = ["bloobank", "bold", "pazy", "standard"];
+
+const enc = new TextEncoder();
+
+async function hmac(key: Uint8Array, message: string): Promise<Uint8Array> {
+	const k = await crypto.subtle.importKey("raw", new Uint8Array(key), { name: "HMAC", hash: "SHA-256" }, false, [
+		"sign",
+	]);
+	return new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(message)));
+}
+
+const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
+const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+
+/** The headers a provider sends with `body`. `messageId` matters for Standard Webhooks only. */
+export async function signDelivery(
+	provider: SimProvider,
+	secret: string,
+	body: string,
+	messageId: string,
+	nowMs: number,
+	attempt = 1,
+): Promise<Record<string, string>> {
+	switch (provider) {
+		case "bloobank": {
+			const ts = String(nowMs);
+			const sig = hex(await hmac(enc.encode(secret), `${ts}.${body}`));
+			return {
+				"x-bloobank-timestamp": ts,
+				"x-bloobank-signature": `t=${ts},v1=${sig}`,
+				"x-bloobank-delivery-attempt": String(attempt),
+			};
+		}
+		case "bold":
+			return {
+				"x-hmac-signature": hex(await hmac(enc.encode(secret), body)),
+				"x-attempt-id": `${messageId}-a${attempt}`,
+			};
+		case "pazy": {
+			const t = String(Math.floor(nowMs / 1000));
+			return {
+				"x-pazy-signature": `t=${t},v1=${hex(await hmac(enc.encode(secret), `${t}.${body}`))}`,
+				"x-pazy-webhook-attempt": String(attempt),
+			};
+		}
+		case "standard": {
+			const t = String(Math.floor(nowMs / 1000));
+			const key = unb64(secret.startsWith("whsec_") ? secret.slice(6) : secret);
+			return {
+				"webhook-id": messageId,
+				"webhook-timestamp": t,
+				"webhook-signature": `v1,${b64(await hmac(key, `${messageId}.${t}.${body}`))}`,
+			};
+		}
+	}
+}
+
+/** One state of one simulated resource, as the provider would describe it. */
+export interface SimState {
+	id: string;
+	version: number;
+	status: string;
+	amount: number;
+	currency: string;
+	direction: "IN" | "OUT";
+	/** Event time (ms): increases with the version. */
+	at: number;
+}
+
+/** The envelope of a state change, and the (type, id, version) the receiver must end at. */
+export function envelope(provider: SimProvider, messageId: string, s: SimState, attempt = 1): string {
+	const at = new Date(s.at).toISOString();
+	switch (provider) {
+		case "bloobank":
+			return JSON.stringify({
+				event: `payment_order.${s.status.toLowerCase()}`,
+				messageId,
+				deliveryAttempt: attempt,
+				occurredAt: at,
+				data: {
+					id: s.id,
+					wallet: "w1",
+					ordVersion: s.version,
+					direction: s.direction,
+					status: s.status,
+					amount: s.amount,
+					currency: s.currency,
+					createdAt: at,
+					updatedAt: at,
+				},
+			});
+		case "bold":
+			return JSON.stringify({
+				eventId: messageId,
+				eventName: `payment.${s.status.toLowerCase()}`,
+				entity: "payment",
+				entityId: s.id,
+				occurredOn: at,
+				majorVersion: 1,
+				minorVersion: 0,
+				payload: { id: s.id, status: s.status, amount: s.amount, currency: s.currency },
+			});
+		case "pazy":
+			return JSON.stringify({
+				id: messageId,
+				type: `payment.${s.status.toLowerCase()}`,
+				createdAt: at,
+				data: { paymentId: s.id, status: s.status, amount: s.amount, paymentDate: at },
+			});
+		case "standard":
+			return JSON.stringify({
+				type: `payment.${s.status.toLowerCase()}`,
+				timestamp: at,
+				data: { id: s.id, status: s.status, amount: s.amount },
+			});
+	}
+}
+
+/** Where the receiver keeps the resource and which version it must hold for state `s`. */
+export function expectedResource(
+	provider: SimProvider,
+	s: SimState,
+): { type: string; id: string; version: number; status: string } {
+	return provider === "bloobank"
+		? { type: "payment_order", id: s.id, version: s.version, status: s.status }
+		: { type: "payment", id: s.id, version: s.at, status: s.status };
+}

@@ -1,0 +1,180 @@
+/**
+ * The simulation engine: plays a provider against a receiver the way the provider documents its
+ * delivery (duplicates, no ordering, redelivery on 5xx and timeouts on the provider's schedule,
+ * 4xx permanent where the provider says so), then reads the receiver's admin API and compares
+ * every resource with the simulated truth. I/O is injected, so the same engine runs from the CLI
+ * and inside the test suite.
+ */
+import { lifecycle, prng, shuffle } from "./lifecycle";
+import { envelope, expectedResource, type SimProvider, type SimState, signDelivery } from "./signing";
+
+/** Delay before attempt n+1, seconds, and what the sender does with a 4xx (PROVIDERS.md). */
+export const SCHEDULES: Record<
+	SimProvider,
+	{ delays: number[]; jitter: [number, number]; fourXxPermanent: boolean; timeoutMs: number }
+> = {
+	bloobank: {
+		delays: [10, 60, 600, 3600, 21600, 43200, 86400, 86400],
+		jitter: [0.5, 1.5],
+		fourXxPermanent: true,
+		timeoutMs: 10_000,
+	},
+	bold: { delays: [20, 40, 80, 160], jitter: [1, 1], fourXxPermanent: true, timeoutMs: 30_000 },
+	pazy: { delays: [30, 60, 120, 240], jitter: [0.9, 1.1], fourXxPermanent: false, timeoutMs: 10_000 },
+	// Svix's published schedule; it retries any non-2xx.
+	standard: {
+		delays: [5, 300, 1800, 7200, 18000, 36000, 36000],
+		jitter: [1, 1],
+		fourXxPermanent: false,
+		timeoutMs: 15_000,
+	},
+};
+
+export interface SimOptions {
+	url: string;
+	provider: SimProvider;
+	secret: string;
+	adminToken: string | null;
+	orders: number;
+	concurrency: number;
+	duplicateRate: number;
+	seed: number;
+	/** Divides the provider's retry delays: 1000 turns "10 s" into 10 ms. */
+	timeScale: number;
+	pathToken?: string | null;
+}
+
+export interface SimDeps {
+	fetch: (request: Request) => Promise<Response>;
+	sleep: (ms: number) => Promise<void>;
+	now: () => number;
+	onProgress?: (done: number, total: number) => void;
+	/** Resolves once the receiver has applied what it acknowledged. */
+	settle: () => Promise<void>;
+}
+
+export interface Mismatch {
+	id: string;
+	expected: { version: number; status: string };
+	actual: { version: number; status: string } | null;
+}
+
+export interface SimReport {
+	provider: SimProvider;
+	orders: number;
+	deliveries: number;
+	duplicatesSent: number;
+	attempts: number;
+	acked: number;
+	retried: number;
+	permanentFailures: number;
+	statusCounts: Record<string, number>;
+	verified: boolean;
+	mismatches: Mismatch[];
+}
+
+interface Delivery {
+	messageId: string;
+	state: SimState;
+}
+
+async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+	let next = 0;
+	const runners = Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, async () => {
+		while (next < items.length) await work(items[next++] as T);
+	});
+	await Promise.all(runners);
+}
+
+export async function simulate(o: SimOptions, deps: SimDeps): Promise<SimReport> {
+	const random = prng(o.seed);
+	const schedule = SCHEDULES[o.provider];
+	const start = deps.now() - 60 * 60_000;
+	const truth = Array.from({ length: o.orders }, (_, i) => lifecycle(random, `sim_${o.seed}_${i}`, start + i * 10));
+	const deliveries: Delivery[] = truth.flatMap((states) =>
+		states.map((state) => ({ messageId: `sim-${o.seed}-${state.id}-v${state.version}`, state })),
+	);
+	const planned = deliveries.length;
+	for (const d of deliveries.slice()) if (random() < o.duplicateRate) deliveries.push(d);
+	shuffle(random, deliveries);
+
+	const report: SimReport = {
+		provider: o.provider,
+		orders: o.orders,
+		deliveries: planned,
+		duplicatesSent: deliveries.length - planned,
+		attempts: 0,
+		acked: 0,
+		retried: 0,
+		permanentFailures: 0,
+		statusCounts: {},
+		verified: false,
+		mismatches: [],
+	};
+	const endpoint = `${o.url.replace(/\/$/, "")}/webhooks/${o.provider}${o.pathToken ? `/${o.pathToken}` : ""}`;
+	let done = 0;
+
+	await pool(deliveries, o.concurrency, async (d) => {
+		for (let attempt = 1; ; attempt++) {
+			const body = envelope(o.provider, d.messageId, d.state, attempt);
+			const headers = await signDelivery(o.provider, o.secret, body, d.messageId, deps.now(), attempt);
+			report.attempts++;
+			let status: number;
+			try {
+				const res = await deps.fetch(
+					new Request(endpoint, {
+						method: "POST",
+						headers: { "content-type": "application/json", ...headers },
+						body,
+						signal: AbortSignal.timeout(schedule.timeoutMs),
+					}),
+				);
+				await res.arrayBuffer();
+				status = res.status;
+			} catch {
+				status = 0; // network error or timeout: retried like a 5xx
+			}
+			report.statusCounts[String(status)] = (report.statusCounts[String(status)] ?? 0) + 1;
+			if (status >= 200 && status < 300) {
+				report.acked++;
+				break;
+			}
+			const permanent = status >= 400 && status < 500 && schedule.fourXxPermanent;
+			const delay = schedule.delays[attempt - 1];
+			if (permanent || delay === undefined) {
+				report.permanentFailures++;
+				break;
+			}
+			report.retried++;
+			const [lo, hi] = schedule.jitter;
+			await deps.sleep((delay * 1000 * (lo + random() * (hi - lo))) / o.timeScale);
+		}
+		deps.onProgress?.(++done, deliveries.length);
+	});
+
+	if (o.adminToken === null) return report;
+	await deps.settle();
+	const admin = o.url.replace(/\/$/, "");
+	await pool(truth, o.concurrency, async (states) => {
+		const last = states.at(-1) as SimState;
+		const want = expectedResource(o.provider, last);
+		const res = await deps.fetch(
+			new Request(`${admin}/admin/resources/${o.provider}/${want.type}/${encodeURIComponent(want.id)}`, {
+				headers: { authorization: `Bearer ${o.adminToken}` },
+			}),
+		);
+		const got =
+			res.status === 200
+				? ((await res.json()) as { version: number; status: string })
+				: (await res.arrayBuffer(), null);
+		if (!got || got.version !== want.version || got.status !== want.status) {
+			report.mismatches.push({
+				id: want.id,
+				expected: { version: want.version, status: want.status },
+				actual: got && { version: got.version, status: got.status },
+			});
+		}
+	});
+	report.verified = true;
+	return report;
+}

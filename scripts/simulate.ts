@@ -1,0 +1,122 @@
+/**
+ * npm run simulate -- [--url http://localhost:8787] [--provider bloobank] [--orders 200]
+ *   [--concurrency 8] [--duplicate-rate 0.2] [--seed 1] [--time-scale 1000]
+ *   [--secret ...] [--admin-token ...] [--path-token ...]
+ *
+ * Plays a provider against a receiver (local or deployed), then checks every simulated order in
+ * the receiver's admin API. Secrets and the admin token default to .dev.vars, so it works against
+ * `npm run dev` as is. Exits 1 on any mismatch or permanent failure, 2 on bad usage.
+ */
+import { parseArgs } from "node:util";
+import { devVars } from "./sim/dev-vars";
+import { SIM_PROVIDERS, type SimProvider } from "./sim/signing";
+import { type SimReport, simulate } from "./sim/simulate";
+
+const SECRET_VARS: Record<SimProvider, string> = {
+	bloobank: "BLOOBANK_WEBHOOK_SECRETS",
+	bold: "BOLD_WEBHOOK_SECRETS",
+	pazy: "PAZY_WEBHOOK_SECRETS",
+	standard: "STANDARD_WEBHOOK_SECRETS",
+};
+
+function fail(message: string): never {
+	console.error(`simulate: ${message}`);
+	process.exit(2);
+}
+
+function progressBar(done: number, total: number): void {
+	if (!process.stderr.isTTY) {
+		if (done === total || done % 1000 === 0) process.stderr.write(`${done}/${total} deliveries\n`);
+		return;
+	}
+	const width = 30;
+	const filled = Math.round((done / total) * width);
+	process.stderr.write(
+		`\r[${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total} deliveries${done === total ? "\n" : ""}`,
+	);
+}
+
+async function settleByMetrics(url: string, token: string): Promise<void> {
+	// The receiver has applied everything it acknowledged once nothing is received or enqueued.
+	const deadline = Date.now() + 120_000;
+	while (Date.now() < deadline) {
+		const res = await fetch(`${url}/admin/metrics`, { headers: { authorization: `Bearer ${token}` } });
+		if (!res.ok) fail(`admin API answered ${res.status} (is ADMIN_TOKEN right?)`);
+		const m = (await res.json()) as { oldestUnprocessedAgeSeconds: number | null };
+		if (m.oldestUnprocessedAgeSeconds === null) return;
+		await new Promise((r) => setTimeout(r, 500));
+	}
+	console.error("simulate: the receiver still had unapplied deliveries after 120 s");
+}
+
+export function printReport(r: SimReport): void {
+	console.log(`provider            ${r.provider}`);
+	console.log(`orders              ${r.orders}`);
+	console.log(`deliveries          ${r.deliveries} (+${r.duplicatesSent} duplicates)`);
+	console.log(`attempts sent       ${r.attempts}`);
+	console.log(`acked               ${r.acked}`);
+	console.log(`retried             ${r.retried}`);
+	console.log(`permanent failures  ${r.permanentFailures}`);
+	console.log(
+		`answers             ${Object.entries(r.statusCounts)
+			.map(([s, n]) => `${s}: ${n}`)
+			.join(", ")}`,
+	);
+	if (!r.verified) console.log("mismatches          not checked (no admin token)");
+	else console.log(`mismatches          ${r.mismatches.length}`);
+	for (const m of r.mismatches.slice(0, 20))
+		console.log(`  ${m.id}: expected ${JSON.stringify(m.expected)}, got ${JSON.stringify(m.actual)}`);
+}
+
+const { values } = parseArgs({
+	options: {
+		url: { type: "string", default: "http://localhost:8787" },
+		provider: { type: "string", default: "bloobank" },
+		orders: { type: "string", default: "200" },
+		concurrency: { type: "string", default: "8" },
+		"duplicate-rate": { type: "string", default: "0.2" },
+		seed: { type: "string", default: String(Date.now() % 1_000_000) },
+		"time-scale": { type: "string", default: "1000" },
+		secret: { type: "string" },
+		"admin-token": { type: "string" },
+		"path-token": { type: "string" },
+	},
+});
+
+const provider = values.provider as SimProvider;
+if (!SIM_PROVIDERS.includes(provider)) fail(`--provider must be one of ${SIM_PROVIDERS.join(", ")}`);
+const vars = devVars();
+const secret =
+	values.secret ??
+	vars[SECRET_VARS[provider]]?.split(",")[0] ??
+	fail(`no secret: pass --secret or set ${SECRET_VARS[provider]} in .dev.vars`);
+const adminToken = values["admin-token"] ?? vars.ADMIN_TOKEN ?? null;
+const num = (name: string, v: string | undefined, min: number) => {
+	const n = Number(v);
+	return Number.isFinite(n) && n >= min ? n : fail(`--${name} must be a number >= ${min}`);
+};
+const url = (values.url as string).replace(/\/$/, "");
+const options = {
+	url,
+	provider,
+	secret,
+	adminToken,
+	orders: num("orders", values.orders, 1),
+	concurrency: num("concurrency", values.concurrency, 1),
+	duplicateRate: num("duplicate-rate", values["duplicate-rate"], 0),
+	seed: num("seed", values.seed, 0),
+	timeScale: num("time-scale", values["time-scale"], 1),
+	pathToken: values["path-token"] ?? vars.WEBHOOK_PATH_TOKEN ?? null,
+};
+
+const started = Date.now();
+const report = await simulate(options, {
+	fetch: (req) => fetch(req),
+	sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+	now: () => Date.now(),
+	onProgress: progressBar,
+	settle: () => (adminToken ? settleByMetrics(url, adminToken) : Promise.resolve()),
+});
+printReport(report);
+console.log(`elapsed             ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${options.seed})`);
+process.exit(report.mismatches.length > 0 || report.permanentFailures > 0 || !report.verified ? 1 : 0);
