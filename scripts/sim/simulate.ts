@@ -163,10 +163,9 @@ export async function simulate(o: SimOptions, deps: SimDeps): Promise<SimReport>
 				headers: { authorization: `Bearer ${o.adminToken}` },
 			}),
 		);
-		const got =
-			res.status === 200
-				? ((await res.json()) as { version: number; status: string })
-				: (await res.arrayBuffer(), null);
+		let got: { version: number; status: string } | null = null;
+		if (res.status === 200) got = (await res.json()) as { version: number; status: string };
+		else await res.arrayBuffer();
 		if (!got || got.version !== want.version || got.status !== want.status) {
 			report.mismatches.push({
 				id: want.id,
