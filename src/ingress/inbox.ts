@@ -82,25 +82,54 @@ export async function recordDelivery(
 		: { kind: "duplicate", id: row.id, mustSend, status: row.status };
 }
 
-/**
- * After a successful send. The consumer may already have moved the row on; never move it back.
- * `ackMs` is the answer latency of a new delivery (kept for the ack-latency alert).
- */
-export function markEnqueued(
-	db: D1Database,
-	ids: readonly number[],
-	nowMs: number,
-	ackMs: number | null = null,
-): Promise<D1Result> {
+export interface EnqueuedMark {
+	id: number;
+	/** Answer latency of a new delivery (the ack-latency alert reads it); null for re-sends. */
+	ackMs: number | null;
+}
+
+/** After a successful send. The consumer may already have moved the row on; never move it back. */
+export function markEnqueued(db: D1Database, marks: readonly EnqueuedMark[], nowMs: number): Promise<D1Result> {
 	return db
 		.prepare(
-			`UPDATE deliveries SET status = CASE WHEN status IN ('received', 'enqueued') THEN 'enqueued' ELSE status END,
+			`UPDATE deliveries SET
+         status = CASE WHEN status IN ('received', 'enqueued') THEN 'enqueued' ELSE status END,
          status_at = CASE WHEN status IN ('received', 'enqueued') THEN ?1 ELSE status_at END,
-         send_token = NULL, ack_ms = coalesce(?3, ack_ms)
-       WHERE id IN (SELECT value FROM json_each(?2))`,
+         send_token = NULL, ack_ms = coalesce(j.ack, ack_ms)
+       FROM (SELECT value->>'id' AS id, value->>'ackMs' AS ack FROM json_each(?2)) AS j
+       WHERE deliveries.id = j.id`,
 		)
-		.bind(nowMs, JSON.stringify(ids), ackMs)
+		.bind(nowMs, JSON.stringify(marks))
 		.run();
+}
+
+/**
+ * Marks from concurrent requests of one isolate, written together: one UPDATE per FLUSH_MS (or
+ * per MAX_MARKS) instead of one per delivery, off the answer path. The request that opens a
+ * buffer owns it: it alone waits, flushes and awaits the write, in its own waitUntil. Other
+ * requests only append plain data, because a Worker must not await I/O started by another
+ * request. A lost flush costs nothing but a status: the sweep re-sends rows still `received`
+ * and the consumer dedupes.
+ */
+export const FLUSH_MS = 20;
+export const MAX_MARKS = 100;
+
+const openBuffers = new Map<D1Database, EnqueuedMark[]>();
+
+/** Returns the flush to wait for when this call opened the buffer, else null (someone else flushes). */
+export function markEnqueuedSoon(db: D1Database, mark: EnqueuedMark, nowMs: number): Promise<unknown> | null {
+	const open = openBuffers.get(db);
+	if (open && open.length < MAX_MARKS) {
+		open.push(mark);
+		return null;
+	}
+	const marks = [mark];
+	openBuffers.set(db, marks);
+	return (async () => {
+		await new Promise((resolve) => setTimeout(resolve, FLUSH_MS));
+		if (openBuffers.get(db) === marks) openBuffers.delete(db);
+		return markEnqueued(db, marks, nowMs);
+	})();
 }
 
 /** After a failed send: free the token so the provider's next retry re-sends at once. */

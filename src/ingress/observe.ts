@@ -5,7 +5,7 @@
  */
 import type { Env } from "../env";
 import { errorMessage, log } from "../log";
-import { markEnqueued } from "./inbox";
+import { markEnqueuedSoon } from "./inbox";
 import type { Receipt } from "./receive";
 import { recordRejection } from "./rejections";
 
@@ -48,7 +48,8 @@ export async function observe({ env, provider, receipt: r, ackMs, nowMs, clientI
 	}
 	if ((r.outcome === "accepted" || r.outcome === "resent") && r.deliveryId !== null) {
 		// If this write is lost, the sweep re-sends the row and the consumer dedupes.
-		await markEnqueued(env.DB, [r.deliveryId], nowMs, r.outcome === "accepted" ? ackMs : null).catch((err) =>
+		const mark = { id: r.deliveryId, ackMs: r.outcome === "accepted" ? ackMs : null };
+		await markEnqueuedSoon(env.DB, mark, nowMs)?.catch((err) =>
 			log("warn", "mark_enqueued_failed", { deliveryId: r.deliveryId, error: errorMessage(err) }),
 		);
 	}

@@ -20,7 +20,7 @@ export async function sendPointers(env: Env, rows: readonly DeliveryPointerRow[]
 		);
 		await markEnqueued(
 			env.DB,
-			chunk.map((r) => r.id),
+			chunk.map((r) => ({ id: r.id, ackMs: null })),
 			nowMs,
 		);
 	}

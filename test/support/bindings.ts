@@ -14,11 +14,15 @@ export class CountingD1 {
 	holdAfter: number | null = null;
 	private held: (() => void)[] = [];
 
-	constructor(readonly inner: D1Database) {}
+	constructor(
+		readonly inner: D1Database,
+		/** Keep every statement's SQL (tests); off for long benchmark runs. */
+		private readonly keepStatements = true,
+	) {}
 
 	private tick(sql: string): Promise<void> | null {
 		this.roundTrips++;
-		this.statements.push(sql);
+		if (this.keepStatements) this.statements.push(sql);
 		if (this.failRoundTrip === true || this.failRoundTrip === this.roundTrips) {
 			throw new Error("D1_ERROR: injected failure (network connection lost)");
 		}

@@ -1,0 +1,26 @@
+/**
+ * The receiver as deployed (src/index.ts), with its ingress D1 binding behind a round-trip
+ * counter, for npm run bench. Queue consumers and crons are the real ones.
+ */
+import type { Env } from "../src/env";
+import worker from "../src/index";
+import type { QueueMessage, ReconcileJob } from "../src/queue/messages";
+import { CountingD1 } from "../test/support/bindings";
+
+let counting: CountingD1 | null = null;
+
+export default {
+	async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+		const url = new URL(request.url);
+		if (url.pathname === "/__bench/setup") {
+			const { queries } = (await request.json()) as { queries: string[] };
+			for (const q of queries) await env.DB.prepare(q).run();
+			return Response.json({ ok: true });
+		}
+		counting ??= new CountingD1(env.DB, false);
+		if (url.pathname === "/__bench/d1") return Response.json({ roundTrips: counting.roundTrips });
+		return worker.fetch(request, { ...env, DB: counting.asD1() }, ctx);
+	},
+	queue: worker.queue,
+	scheduled: worker.scheduled,
+} satisfies ExportedHandler<Env, QueueMessage | ReconcileJob>;
