@@ -146,6 +146,11 @@ export interface ReconcileConfig {
 	lookbackHours: number;
 }
 
+/** Reconciliation is off when no wallet is listed: the daily cron then does nothing. */
+export function reconcileEnabled(env: Env): boolean {
+	return list(env.BLOOBANK_WALLETS).length > 0;
+}
+
 export type ReconcileConfigResult = { ok: true; config: ReconcileConfig } | { ok: false; error: string };
 
 export function parseReconcileConfig(env: Env): ReconcileConfigResult {

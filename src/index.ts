@@ -2,7 +2,7 @@
 import { createApp } from "./app";
 import { consumeDeadLetters, consumeEvents } from "./apply/consumer";
 import { DAILY_RECONCILE_CRON } from "./cron";
-import { type Env, getConfig } from "./env";
+import { type Env, getConfig, reconcileEnabled } from "./env";
 import { log } from "./log";
 import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "./queue/messages";
 import { startRun } from "./reconcile/planner";
@@ -33,7 +33,9 @@ export default {
 	async scheduled(controller, env, _ctx) {
 		const config = getConfig(env);
 		if (controller.cron === DAILY_RECONCILE_CRON) {
-			await startRun(env, "cron", controller.scheduledTime);
+			// A merchant who never set BLOOBANK_WALLETS gets no failed run a day; /admin/reconcile still reports why.
+			if (reconcileEnabled(env)) await startRun(env, "cron", controller.scheduledTime);
+			else log("info", "reconcile_off", { reason: "BLOOBANK_WALLETS is empty" });
 			return;
 		}
 		await sweep(env, config, controller.scheduledTime);

@@ -5,7 +5,6 @@ import {
 	getQueueResult,
 	waitOnExecutionContext,
 } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { DAILY_RECONCILE_CRON } from "../../src/cron";
 import { parseReconcileConfig } from "../../src/env";
@@ -349,6 +348,18 @@ describe("the daily cron", () => {
 		expect(h.reconcile.sent).toHaveLength(16);
 		expect(h.reconcile.calls).toBe(1);
 		expect((await runs())[0]).toMatchObject({ trigger: "cron", status: "running", windows_planned: 16 });
-		await env.DB.prepare("SELECT 1").run();
+	});
+
+	it("does nothing while BLOOBANK_WALLETS is empty (reconciliation off)", async () => {
+		const h = h0({ BLOOBANK_WALLETS: "" });
+		const ctx = createExecutionContext();
+		await worker.scheduled(
+			createScheduledController({ scheduledTime: new Date(), cron: DAILY_RECONCILE_CRON }),
+			h.env,
+			ctx,
+		);
+		await waitOnExecutionContext(ctx);
+		expect(h.reconcile.sent).toHaveLength(0);
+		expect(await runs()).toEqual([]);
 	});
 });
