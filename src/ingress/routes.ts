@@ -15,24 +15,34 @@ export function ingressRoutes(): Hono<AppEnv> {
 	app.post("/:provider/:token?", async (c) => {
 		const started = Date.now();
 		const config = c.get("config");
+		const env = c.env;
+		const clientIp = c.req.header("cf-connecting-ip") ?? null;
+		const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
+		const requested = c.req.param("provider");
+		const provider = getProvider(requested);
 		const token = c.req.param("token");
+
 		// With a path token, only the tokened path exists; without one, only the plain path.
-		if (
+		// A provider without secrets is off: its route does not exist either.
+		const notFound = (
 			config.webhookPathToken === null
 				? token !== undefined
 				: !timingSafeEqualString(token ?? "", config.webhookPathToken)
-		) {
-			return c.body(null, 404);
-		}
-		const provider = getProvider(c.req.param("provider"));
-		// A provider without secrets is off: its route does not exist.
-		if (!provider || config.secrets[provider.name].length === 0) return c.body(null, 404);
-
-		const clientIp = c.req.header("cf-connecting-ip") ?? null;
-		const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
-		const receipt = await receive(provider, c.req.raw, { env: c.env, config, waitUntil, nowMs: started, clientIp });
+		)
+			? "bad_path"
+			: !provider
+				? "unknown_provider"
+				: config.secrets[provider.name].length === 0
+					? "provider_disabled"
+					: null;
+		const receipt =
+			notFound !== null || !provider
+				? { status: 404, outcome: "rejected" as const, reason: notFound, size: 0, messageId: null, deliveryId: null }
+				: await receive(provider, c.req.raw, { env, config, waitUntil, nowMs: started, clientIp });
 		const ackMs = Date.now() - started;
-		waitUntil(observe({ env: c.env, provider: provider.name, receipt, ackMs, nowMs: started, clientIp }));
+		// The requested name is input: only a short, plain name is recorded as it is.
+		const name = provider?.name ?? (/^[a-z0-9_-]{1,32}$/.test(requested) ? requested : "(invalid)");
+		waitUntil(observe({ env, provider: name, receipt, ackMs, nowMs: started, clientIp }));
 		const headers: Record<string, string> =
 			receipt.status === 503 ? { "Retry-After": String(RETRY_AFTER_SECONDS) } : {};
 		return c.body(null, receipt.status as 200, headers);

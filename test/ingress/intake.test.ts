@@ -245,6 +245,14 @@ describe("status codes", () => {
 		expect((await call(h, await signedRequest(order(33), { path: "/webhooks/__proto__" }))).status).toBe(404);
 		const off = harness({ BLOOBANK_WEBHOOK_SECRETS: "" });
 		expect((await call(off, await signedRequest(order(33)))).status).toBe(404);
+		expect((await call(h, await signedRequest(order(33), { path: `/webhooks/${"x".repeat(40)}` }))).status).toBe(404);
+		expect(await rows("SELECT provider, reason, status FROM rejections ORDER BY seq")).toEqual([
+			{ provider: "nope", reason: "unknown_provider", status: 404 },
+			{ provider: "bold", reason: "provider_disabled", status: 404 },
+			{ provider: "__proto__", reason: "unknown_provider", status: 404 },
+			{ provider: "bloobank", reason: "provider_disabled", status: 404 },
+			{ provider: "(invalid)", reason: "unknown_provider", status: 404 },
+		]);
 	});
 
 	it("405 for a wrong method", async () => {
@@ -269,6 +277,8 @@ describe("WEBHOOK_PATH_TOKEN", () => {
 		expect((await call(h, await signedRequest(order(40), { path: "/webhooks/bloobank/wrong" }))).status).toBe(404);
 		expect((await call(h, await signedRequest(order(40), { path: `/webhooks/bloobank/${token}x` }))).status).toBe(404);
 		expect((await call(h, await signedRequest(order(40), { path: `/webhooks/bloobank/${token}` }))).status).toBe(200);
+		const recorded = await rows<{ reason: string }>("SELECT reason FROM rejections");
+		expect(recorded.map((r) => r.reason)).toEqual(["bad_path", "bad_path", "bad_path"]);
 	});
 
 	it("without a token configured, a tokened path does not exist", async () => {
