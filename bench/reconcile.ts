@@ -24,22 +24,25 @@ interface JobResult {
 
 const api = await startWorker("bench/fake-api.worker.ts", "bench/wrangler.fake-api.toml");
 const results: Record<string, unknown>[] = [];
+
+/** A fresh reconcile worker, migrated, pointed at the fake API, with the workerd PIDs it added. */
+async function startReconcileWorker() {
+	const before = new Set(workerdPids());
+	const worker = await startWorker("bench/reconcile.worker.ts", "bench/wrangler.reconcile.toml", {
+		BLOOBANK_API_BASE_URL: `http://${api.address}:${api.port}/txengine/v1`,
+		BLOOBANK_ACCESS_KEY: ACCESS_KEY,
+		BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
+		BLOOBANK_WALLETS: "w1",
+		RECONCILE_LOOKBACK_HOURS: "6",
+	});
+	const pids = workerdPids().filter((p) => !before.has(p));
+	await worker.fetch("http://bench/setup", { method: "POST", body: JSON.stringify({ queries: migrationQueries() }) });
+	return { worker, pids };
+}
 try {
 	for (const n of SIZES) {
-		const before = new Set(workerdPids());
-		const worker = await startWorker("bench/reconcile.worker.ts", "bench/wrangler.reconcile.toml", {
-			BLOOBANK_API_BASE_URL: `http://${api.address}:${api.port}/txengine/v1`,
-			BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-			BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-			BLOOBANK_WALLETS: "w1",
-			RECONCILE_LOOKBACK_HOURS: "6",
-		});
-		const mine = workerdPids().filter((p) => !before.has(p));
+		const { worker, pids: mine } = await startReconcileWorker();
 		try {
-			await worker.fetch("http://bench/setup", {
-				method: "POST",
-				body: JSON.stringify({ queries: migrationQueries() }),
-			});
 			await api.fetch(`http://bench/seed?n=${n}`);
 			const started = performance.now();
 			const plan = (await (await worker.fetch("http://bench/plan")).json()) as { runId: string; jobs: unknown[] };
@@ -94,19 +97,8 @@ try {
 		| { invocations: number; maxD1RoundTripsPerInvocation: number; maxSubrequestsPerInvocation: number }
 		| undefined;
 	if (last) {
-		const before = new Set(workerdPids());
-		const worker = await startWorker("bench/reconcile.worker.ts", "bench/wrangler.reconcile.toml", {
-			BLOOBANK_API_BASE_URL: `http://${api.address}:${api.port}/txengine/v1`,
-			BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-			BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-			BLOOBANK_WALLETS: "w1",
-		});
-		const mine = workerdPids().filter((p) => !before.has(p));
+		const { worker, pids: mine } = await startReconcileWorker();
 		try {
-			await worker.fetch("http://bench/setup", {
-				method: "POST",
-				body: JSON.stringify({ queries: migrationQueries() }),
-			});
 			const curve: (number | null)[] = [];
 			for (let i = 1; i <= last.invocations; i++) {
 				await worker.fetch(

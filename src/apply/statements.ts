@@ -1,5 +1,6 @@
 import { CLAIMED_EFFECT_COLUMNS } from "../effects/executor";
 import type { ProviderName } from "../env";
+import type { ResourceSnapshot } from "../providers/types";
 
 /**
  * The single writer of resource state (DESIGN invariant 7). Every statement takes its rows as
@@ -8,15 +9,9 @@ import type { ProviderName } from "../env";
  */
 
 /** One snapshot to apply; `ref` is the delivery row behind it (null for reconcile snapshots). */
-export interface ApplyRow {
+export interface ApplyRow extends ResourceSnapshot {
 	ref: number | null;
 	provider: ProviderName;
-	type: string;
-	id: string;
-	wallet: string | null;
-	version: number;
-	status: string;
-	data: unknown;
 	source: "webhook" | "reconcile";
 }
 
