@@ -11,6 +11,7 @@
  */
 import type { Config, Env } from "../env";
 import { log } from "../log";
+import { postAlert } from "../notify";
 import type { EffectKind, EffectPayload } from "./rules";
 
 export interface Effect {
@@ -28,24 +29,6 @@ export interface EffectContext {
 export interface EffectHandler {
 	run?(effect: Effect, ctx: EffectContext): Promise<void>;
 	writes?(effect: Effect, db: D1Database): D1PreparedStatement[];
-}
-
-/** Alert POSTs are bounded: a slow alert endpoint must not hold up the consumer. */
-export const ALERT_TIMEOUT_MS = 3_000;
-
-export async function postAlert(
-	ctx: EffectContext,
-	body: Record<string, unknown>,
-	idempotencyKey: string,
-): Promise<void> {
-	if (ctx.config.alertWebhookUrl === null) return;
-	const res = await fetch(ctx.config.alertWebhookUrl, {
-		method: "POST",
-		headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
-		body: JSON.stringify(body),
-		signal: AbortSignal.timeout(ALERT_TIMEOUT_MS),
-	});
-	if (!res.ok) throw new Error(`alert webhook answered ${res.status}`);
 }
 
 export const handlers: Record<EffectKind, EffectHandler> = {
@@ -73,7 +56,7 @@ export const handlers: Record<EffectKind, EffectHandler> = {
 				wallet: p.wallet,
 				version: p.version,
 			});
-			await postAlert(ctx, { alert: "payment_failed", order: p }, `effect-${effect.id}`);
+			await postAlert(ctx.config, { alert: "payment_failed", order: p }, `effect-${effect.id}`);
 		},
 	},
 	hold_released: {

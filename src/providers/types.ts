@@ -32,15 +32,17 @@ export interface NormalisedEvent {
 }
 
 /** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
-export type VerifyFailure =
-	| "missing_signature"
-	| "malformed_signature"
-	| "missing_timestamp"
-	| "malformed_timestamp"
-	| "timestamp_mismatch"
-	| "timestamp_out_of_tolerance"
-	| "no_supported_signature"
-	| "signature_mismatch";
+export const VERIFY_FAILURES = [
+	"missing_signature",
+	"malformed_signature",
+	"missing_timestamp",
+	"malformed_timestamp",
+	"timestamp_mismatch",
+	"timestamp_out_of_tolerance",
+	"no_supported_signature",
+	"signature_mismatch",
+] as const;
+export type VerifyFailure = (typeof VERIFY_FAILURES)[number];
 
 export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
 

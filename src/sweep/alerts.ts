@@ -4,26 +4,15 @@
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 
-import { postAlert } from "../effects/handlers";
 import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
+import { postAlert } from "../notify";
+import { VERIFY_FAILURES } from "../providers/types";
 
 export const SIGNATURE_FAILURE_MINUTES = 5;
 export const ACK_P99_LIMIT_MS = 3_000;
 export const ACK_WINDOW_MS = 5 * 60_000;
 export const BACKLOG_LIMIT_MS = 10 * 60_000;
-
-/** The rejection reasons that are signature or timestamp failures (401s). */
-export const SIGNATURE_REASONS = [
-	"missing_signature",
-	"malformed_signature",
-	"missing_timestamp",
-	"malformed_timestamp",
-	"timestamp_mismatch",
-	"timestamp_out_of_tolerance",
-	"no_supported_signature",
-	"signature_mismatch",
-];
 
 export interface Signals {
 	/** Signature failures in each of the last SIGNATURE_FAILURE_MINUTES full minutes, oldest first. */
@@ -62,7 +51,8 @@ export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
 
 export async function readSignals(db: D1Database, nowMs: number): Promise<Signals> {
 	const thisMinute = Math.floor(nowMs / 60_000);
-	const reasons = JSON.stringify(SIGNATURE_REASONS);
+	// Every verify failure is a signature or timestamp problem (the 401s).
+	const reasons = JSON.stringify(VERIFY_FAILURES);
 	const [perMinute, p99, oldest, failed, reconcile] = await db.batch<Record<string, number | string | null>>([
 		db
 			.prepare(
@@ -131,7 +121,7 @@ export async function runAlerts(env: Env, config: Config, nowMs: number): Promis
 		log(t.state === "firing" ? "error" : "info", `alert_${t.state}`, { alert: t.name, detail: t.detail });
 		try {
 			await postAlert(
-				{ env, config },
+				config,
 				{ alert: t.name, state: t.state, detail: t.detail, at: new Date(nowMs).toISOString() },
 				`${t.name}-${t.state}-${nowMs}`,
 			);
