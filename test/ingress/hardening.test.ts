@@ -123,3 +123,23 @@ describe("rejection log", () => {
 		expect(await rows("SELECT sum(count) AS n FROM rejection_counts")).toEqual([{ n: 10_000 }]);
 	}, 120_000);
 });
+
+describe("Analytics Engine", () => {
+	it("writes one data point per webhook request when the binding is configured", async () => {
+		const points: AnalyticsEngineDataPoint[] = [];
+		const dataset: AnalyticsEngineDataset = { writeDataPoint: (p) => void points.push(p ?? {}) };
+		const h = harness({ WEBHOOK_ANALYTICS: dataset });
+		await call(h, await signedRequest(orderEvent("ae-1", { id: "o-ae", ordVersion: 1, status: "PENDING" })));
+		await call(h, await signedRequest(orderEvent("ae-1", { id: "o-ae", ordVersion: 1, status: "PENDING" })));
+		await call(
+			h,
+			await signedRequest(orderEvent("ae-2", { id: "o-ae", ordVersion: 2, status: "PENDING" }), { secret: "wrong" }),
+		);
+		expect(points.map((p) => [p.blobs?.slice(0, 3), p.doubles?.[0]])).toEqual([
+			[["bloobank", "accepted", ""], 200],
+			[["bloobank", "duplicate", ""], 200],
+			[["bloobank", "rejected", "signature_mismatch"], 401],
+		]);
+		expect(points.every((p) => typeof p.doubles?.[1] === "number" && (p.doubles?.[1] as number) >= 0)).toBe(true);
+	});
+});
