@@ -15,10 +15,10 @@ export default {
 	fetch: app.fetch,
 
 	async queue(batch, env, _ctx) {
-		const config = getConfig(env);
 		switch (batch.queue) {
 			case QUEUE_NAMES.events:
-				return consumeEvents(batch as MessageBatch<QueueMessage>, env, config);
+				return consumeEvents(batch as MessageBatch<QueueMessage>, env, getConfig(env));
+			// Needs no configuration, so a broken variable cannot make dead letters pile up unrecorded.
 			case QUEUE_NAMES.eventsDeadLetter:
 				return consumeDeadLetters(batch as MessageBatch<QueueMessage>, env);
 			case QUEUE_NAMES.reconcile:
@@ -31,13 +31,12 @@ export default {
 	},
 
 	async scheduled(controller, env, _ctx) {
-		const config = getConfig(env);
 		if (controller.cron === DAILY_RECONCILE_CRON) {
 			// A merchant who never set BLOOBANK_WALLETS gets no failed run a day; /admin/reconcile still reports why.
 			if (reconcileEnabled(env)) await startRun(env, "cron", controller.scheduledTime);
 			else log("info", "reconcile_off", { reason: "BLOOBANK_WALLETS is empty" });
 			return;
 		}
-		await sweep(env, config, controller.scheduledTime);
+		await sweep(env, getConfig(env), controller.scheduledTime);
 	},
 } satisfies ExportedHandler<Env, QueueMessage | ReconcileJob>;
