@@ -3,7 +3,9 @@
  * constant time; we never compare MACs with `===`.
  */
 
-const keyCache = new Map<string, Promise<CryptoKey>>();
+// Resolved keys only, never pending promises: a Worker must not await a promise another
+// request created, and the cache is shared by every request of the isolate.
+const keyCache = new Map<string, CryptoKey>();
 const KEY_CACHE_LIMIT = 64;
 
 function cacheId(keyBytes: Uint8Array): string {
@@ -13,20 +15,14 @@ function cacheId(keyBytes: Uint8Array): string {
 }
 
 /** Imports (and caches per isolate) an HMAC-SHA256 key; importKey is the costly part of a verify. */
-export function hmacKey(keyBytes: Uint8Array): Promise<CryptoKey> {
+async function hmacKey(keyBytes: Uint8Array): Promise<CryptoKey> {
 	const id = cacheId(keyBytes);
-	let key = keyCache.get(id);
-	if (!key) {
-		if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
-		key = crypto.subtle.importKey("raw", keyBytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
-		keyCache.set(id, key);
-	}
+	const cached = keyCache.get(id);
+	if (cached) return cached;
+	const key = await crypto.subtle.importKey("raw", keyBytes, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+	if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
+	keyCache.set(id, key);
 	return key;
-}
-
-export async function hmacSha256(keyBytes: Uint8Array, data: Uint8Array): Promise<Uint8Array> {
-	const key = await hmacKey(keyBytes);
-	return new Uint8Array(await crypto.subtle.sign("HMAC", key, data));
 }
 
 /** True when any candidate MAC verifies under any key (rotation: several secrets, several signatures). */
