@@ -9,7 +9,7 @@ import { bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./encoding";
 export type SignatureFormat = "compact" | "der";
 
 export async function sha256(data: Uint8Array): Promise<Uint8Array> {
-	return new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+	return new Uint8Array(await crypto.subtle.digest("SHA-256", new Uint8Array(data)));
 }
 
 /** `{accessKey}:{requestId}:{timestamp}:{METHOD}:{pathname}:{bodySha256Hex}` */
