@@ -1,6 +1,7 @@
 /**
  * The inbox: the one D1 statement that makes a delivery durable and tells new from duplicate
- * (DESIGN invariants 2-4), and the bookkeeping around sending its pointer to the queue.
+ * (DESIGN invariants 2-4), and the bookkeeping around sending its pointer to the queue. The
+ * statement goes to D1 in one round trip, alone or batched with earlier requests' marks.
  *
  * Who sends a row to the queue is decided by a send token written in the same statement: the
  * inserter holds it; a duplicate takes it over only if the row is still `received` and the token
@@ -53,7 +54,7 @@ export async function recordDelivery(
 ): Promise<RecordOutcome> {
 	const token = crypto.randomUUID();
 	const resource = event.resource;
-	const row = await db
+	const upsert = db
 		.prepare(RECORD_SQL)
 		.bind(
 			event.provider,
@@ -73,8 +74,13 @@ export async function recordDelivery(
 			event.dedupeKey,
 			headersJson,
 			event.note,
-		)
-		.first<RecordRow>();
+		);
+	// Marks of earlier requests ride along in the same round trip (see takePendingMarks).
+	const marks = takePendingMarks(db);
+	const row =
+		marks.length === 0
+			? await upsert.first<RecordRow>()
+			: (await db.batch<RecordRow>([markEnqueuedStatement(db, marks, nowMs), upsert]))[1]?.results[0];
 	if (!row) throw new Error("inbox upsert returned no row");
 	const mustSend = row.may_send === 1;
 	return row.duplicates === 0
@@ -90,6 +96,10 @@ export interface EnqueuedMark {
 
 /** After a successful send. The consumer may already have moved the row on; never move it back. */
 export function markEnqueued(db: D1Database, marks: readonly EnqueuedMark[], nowMs: number): Promise<D1Result> {
+	return markEnqueuedStatement(db, marks, nowMs).run();
+}
+
+function markEnqueuedStatement(db: D1Database, marks: readonly EnqueuedMark[], nowMs: number): D1PreparedStatement {
 	return db
 		.prepare(
 			`UPDATE deliveries SET
@@ -99,37 +109,58 @@ export function markEnqueued(db: D1Database, marks: readonly EnqueuedMark[], now
        FROM (SELECT value->>'id' AS id, value->>'ackMs' AS ack FROM json_each(?2)) AS j
        WHERE deliveries.id = j.id`,
 		)
-		.bind(nowMs, JSON.stringify(marks))
-		.run();
+		.bind(nowMs, JSON.stringify(marks));
 }
 
 /**
- * Marks from concurrent requests of one isolate, written together: one UPDATE per FLUSH_MS (or
- * per MAX_MARKS) instead of one per delivery, off the answer path. The request that opens a
- * buffer owns it: it alone waits, flushes and awaits the write, in its own waitUntil. Other
- * requests only append plain data, because a Worker must not await I/O started by another
- * request. A lost flush costs nothing but a status: the sweep re-sends rows still `received`
- * and the consumer dedupes.
+ * Marks from requests of one isolate, written together instead of one UPDATE per delivery, off
+ * the answer path. The next inbox write of the isolate takes the waiting marks into its own
+ * round trip (recordDelivery); what no write takes within FLUSH_MS (or MAX_MARKS) the request
+ * that opened the buffer flushes, in its own waitUntil. Requests share only plain data, never
+ * a promise, because a Worker must not await I/O started by another request. A lost mark costs
+ * nothing but a status: the consumer moves `received` rows on as well, and the sweep re-sends
+ * rows still `received` (the consumer dedupes).
  */
 export const FLUSH_MS = 20;
+/** The longest a buffer's owner keeps its waitUntil open while inbox writes keep taking its marks. */
+export const MAX_HOLD_MS = 1_000;
 export const MAX_MARKS = 100;
 
-const openBuffers = new Map<D1Database, EnqueuedMark[]>();
+interface MarkBuffer {
+	marks: EnqueuedMark[];
+	lastPushAt: number;
+}
+
+const openBuffers = new Map<D1Database, MarkBuffer>();
 
 /** Returns the flush to wait for when this call opened the buffer, else null (someone else flushes). */
 export function markEnqueuedSoon(db: D1Database, mark: EnqueuedMark, nowMs: number): Promise<unknown> | null {
 	const open = openBuffers.get(db);
-	if (open && open.length < MAX_MARKS) {
-		open.push(mark);
+	if (open && open.marks.length < MAX_MARKS) {
+		open.marks.push(mark);
+		open.lastPushAt = Date.now();
 		return null;
 	}
-	const marks = [mark];
-	openBuffers.set(db, marks);
+	const buffer: MarkBuffer = { marks: [mark], lastPushAt: Date.now() };
+	openBuffers.set(db, buffer);
 	return (async () => {
-		await new Promise((resolve) => setTimeout(resolve, FLUSH_MS));
-		if (openBuffers.get(db) === marks) openBuffers.delete(db);
-		return markEnqueued(db, marks, nowMs);
+		const openedAt = Date.now();
+		// A mark pushed less than FLUSH_MS ago is left for the next inbox write to take, as long as
+		// writes keep coming (bounded by MAX_HOLD_MS); an empty buffer means they took everything.
+		do await new Promise((resolve) => setTimeout(resolve, FLUSH_MS));
+		while (buffer.marks.length > 0 && Date.now() - buffer.lastPushAt < FLUSH_MS && Date.now() - openedAt < MAX_HOLD_MS);
+		if (openBuffers.get(db) === buffer) openBuffers.delete(db);
+		return buffer.marks.length === 0 ? null : markEnqueued(db, buffer.marks, nowMs);
 	})();
+}
+
+/**
+ * Empties the open buffer for the caller's inbox write, which writes these marks in the same
+ * batch: one round trip for the new delivery and the marks, where there would be two. The
+ * buffer stays open, so its owner still flushes whatever is appended after.
+ */
+function takePendingMarks(db: D1Database): EnqueuedMark[] {
+	return openBuffers.get(db)?.marks.splice(0) ?? [];
 }
 
 /** After a failed send: free the token so the provider's next retry re-sends at once. */

@@ -2,7 +2,9 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { getConfig } from "../../src/env";
 import worker from "../../src/index";
+import type { QueueMessage } from "../../src/queue/messages";
 import { resendStuckDeliveries } from "../../src/sweep/sweep";
+import { consume } from "../support/apply";
 import { OLD_SECRET, orderEvent, SECRET, signedRequest } from "../support/bloobank";
 import { call, harness, resetDb, rows } from "../support/worker";
 
@@ -50,6 +52,39 @@ describe("intake of a new delivery", () => {
 		expect(await rows("SELECT status, ack_ms IS NOT NULL AS has_ack FROM deliveries")).toEqual([
 			{ status: "enqueued", has_ack: 1 },
 		]);
+	});
+
+	it("a waiting enqueued mark rides along with the next inbox write: one round trip for both", async () => {
+		const h = harness();
+		const first = createExecutionContext();
+		expect((await worker.fetch(await signedRequest(order(4)), h.env, first)).status).toBe(200);
+		// The first request's mark waits for its flush; the second request's write takes it along.
+		expect((await call(h, await signedRequest(order(5)))).status).toBe(200);
+		expect(h.db.statements.slice(0, 2)).toEqual([expect.stringContaining("INSERT INTO deliveries"), "batch(2)"]);
+		await waitOnExecutionContext(first);
+		// The second mark went into the buffer the first request opened, which flushed it.
+		expect(h.db.statements.slice(2)).toEqual([expect.stringContaining("UPDATE deliveries SET")]);
+		expect(await rows("SELECT message_id, status, ack_ms IS NOT NULL AS has_ack FROM deliveries ORDER BY id")).toEqual([
+			{ message_id: "msg-4", status: "enqueued", has_ack: 1 },
+			{ message_id: "msg-5", status: "enqueued", has_ack: 1 },
+		]);
+	});
+
+	it("a failed inbox write loses the marks it carried but nothing else: the consumer still applies the row", async () => {
+		const h = harness();
+		const first = createExecutionContext();
+		expect((await worker.fetch(await signedRequest(order(6)), h.env, first)).status).toBe(200);
+		h.db.failRoundTrip = 2;
+		expect((await call(h, await signedRequest(order(7)))).status).toBe(503);
+		await waitOnExecutionContext(first);
+		expect(await rows("SELECT message_id, status FROM deliveries")).toEqual([
+			{ message_id: "msg-6", status: "received" },
+		]);
+		// The pointer was sent before the answer, so the row is applied as usual.
+		const [pointer] = h.events.sent;
+		expect(pointer).toMatchObject({ kind: "delivery", messageId: "msg-6" });
+		await consume(h, [pointer as QueueMessage]);
+		expect(await rows("SELECT status FROM deliveries")).toEqual([{ status: "processed" }]);
 	});
 
 	it("accepts a delivery signed with the previous secret during rotation", async () => {
