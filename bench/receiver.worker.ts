@@ -8,6 +8,9 @@ import type { QueueMessage, ReconcileJob } from "../src/queue/messages";
 import { CountingD1 } from "../test/support/bindings";
 
 let counting: CountingD1 | null = null;
+// One wrapped env for the isolate, as workerd passes the same env to every request: a fresh
+// object per request would defeat the caches keyed by env (parsed configuration).
+let wrapped: Env | null = null;
 
 export default {
 	async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
@@ -19,7 +22,8 @@ export default {
 		}
 		counting ??= new CountingD1(env.DB, false);
 		if (url.pathname === "/__bench/d1") return Response.json({ roundTrips: counting.roundTrips });
-		return worker.fetch(request, { ...env, DB: counting.asD1() }, ctx);
+		wrapped ??= { ...env, DB: counting.asD1() };
+		return worker.fetch(request, wrapped, ctx);
 	},
 	queue: worker.queue,
 	scheduled: worker.scheduled,
