@@ -82,13 +82,50 @@ async function drive(url: string, requests: Signed[], concurrency: number) {
 
 type Run = Awaited<ReturnType<typeof drive>>;
 
+/** One level's figures, as printed and saved. */
+function summarize(
+	level: { concurrency: number; requests: number },
+	receiver: Run,
+	noop: Run,
+	noopPlusOneD1Write: Run,
+	designFloor: Run,
+	roundTrips: number,
+) {
+	return {
+		...level,
+		receiver,
+		noop,
+		noopPlusOneD1Write,
+		noopPlusD1WriteAndSend: designFloor,
+		throughputRatio: ratio(receiver.rps, noop.rps),
+		p50AddedMs: round(receiver.p50 - noop.p50),
+		designFloorThroughputRatio: ratio(designFloor.rps, noop.rps),
+		designFloorP50AddedMs: round(designFloor.p50 - noop.p50),
+		receiverVsDesignFloor: {
+			throughputRatio: ratio(receiver.rps, designFloor.rps),
+			p50AddedMs: round(receiver.p50 - designFloor.p50),
+		},
+		d1RoundTripsPerDelivery: round(roundTrips / level.requests),
+	};
+}
+
+function printLine(conc: number, label: string, r: Run, vs: Run | null, extra = ""): void {
+	const pad = (x: string | number, w: number) => String(x).padStart(w);
+	const versus = vs
+		? `${pad(ratio(r.rps, vs.rps), 6)} ${pad(signed(r.p50 - vs.p50), 9)}`
+		: `${pad("1", 6)} ${pad("", 9)}`;
+	console.log(
+		`  ${pad(conc, 4)}  ${label.padEnd(24)} ${pad(r.rps, 5)} ${pad(r.p50, 7)} ${pad(r.p95, 7)} ${pad(r.p99, 7)}  ${versus}${extra}${r.errors > 0 ? `  (${r.errors} errors)` : ""}`,
+	);
+}
+
 export async function benchIngress() {
 	const receiver = await startWorker("bench/receiver.worker.ts", "wrangler.toml", {
 		BLOOBANK_WEBHOOK_SECRETS: SECRET,
 		ADMIN_TOKEN: "",
 	});
 	const noop = await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml");
-	const results: Record<string, unknown>[] = [];
+	const results: ReturnType<typeof summarize>[] = [];
 	try {
 		await receiver.fetch("http://bench/__bench/setup", {
 			method: "POST",
@@ -96,24 +133,17 @@ export async function benchIngress() {
 		});
 		const receiverUrl = `http://${receiver.address}:${receiver.port}/webhooks/bloobank`;
 		const noopBase = `http://${noop.address}:${noop.port}`;
-		const floors = [
-			{ key: "noopPlusOneD1Write", label: "no-op + 1 D1 write", url: `${noopBase}/d1` },
-			{ key: "noopPlusD1WriteAndSend", label: "no-op + D1 write + send", url: `${noopBase}/d1-send` },
-		] as const;
+		const noopUrl = `${noopBase}/noop`;
+		const oneWriteUrl = `${noopBase}/d1`;
+		const designFloorUrl = `${noopBase}/d1-send`;
 		// Warm everything up.
 		await drive(receiverUrl, await signedBatch(200), 8);
-		await drive(`${noopBase}/noop`, await signedBatch(200), 8);
-		for (const f of floors) await drive(f.url, await signedBatch(50), 4);
+		await drive(noopUrl, await signedBatch(200), 8);
+		await drive(oneWriteUrl, await signedBatch(50), 4);
+		await drive(designFloorUrl, await signedBatch(50), 4);
 		console.log(
 			"ingress benchmark (BlooBank deliveries, all new; each Worker's queue consumer runs in the same process)",
 		);
-		const pad = (x: string | number, w: number) => String(x).padStart(w);
-		const line = (conc: number, label: string, r: Run, vs: Run | null, extra = "") =>
-			console.log(
-				`  ${pad(conc, 4)}  ${label.padEnd(24)} ${pad(r.rps, 5)} ${pad(r.p50, 7)} ${pad(r.p95, 7)} ${pad(r.p99, 7)}  ${
-					vs ? `${pad(ratio(r.rps, vs.rps), 6)} ${pad(signed(r.p50 - vs.p50), 9)}` : `${pad("1", 6)} ${pad("", 9)}`
-				}${extra}${r.errors > 0 ? `  (${r.errors} errors)` : ""}`,
-			);
 		console.log("  conc  worker                     rps     p50     p95     p99  vs no-op: rps, p50 added (ms)");
 		for (const level of LEVELS) {
 			const load = await signedBatch(level.requests);
@@ -122,30 +152,15 @@ export async function benchIngress() {
 			// Give waitUntil work (mark enqueued) a moment to land before reading the counter.
 			await new Promise((resolve) => setTimeout(resolve, 1000));
 			const after = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as { roundTrips: number };
-			const n = await drive(`${noopBase}/noop`, load, level.concurrency);
-			const floorRuns = [] as Run[];
-			for (const f of floors) floorRuns.push(await drive(f.url, load, level.concurrency));
-			const designFloor = floorRuns[1] as Run;
-			const row = {
-				concurrency: level.concurrency,
-				requests: level.requests,
-				receiver: r,
-				noop: n,
-				...Object.fromEntries(floors.map((f, i) => [f.key, floorRuns[i]])),
-				throughputRatio: ratio(r.rps, n.rps),
-				p50AddedMs: round(r.p50 - n.p50),
-				designFloorThroughputRatio: ratio(designFloor.rps, n.rps),
-				designFloorP50AddedMs: round(designFloor.p50 - n.p50),
-				receiverVsDesignFloor: {
-					throughputRatio: ratio(r.rps, designFloor.rps),
-					p50AddedMs: round(r.p50 - designFloor.p50),
-				},
-				d1RoundTripsPerDelivery: round((after.roundTrips - before.roundTrips) / level.requests),
-			};
+			const n = await drive(noopUrl, load, level.concurrency);
+			const oneWrite = await drive(oneWriteUrl, load, level.concurrency);
+			const floor = await drive(designFloorUrl, load, level.concurrency);
+			const row = summarize(level, r, n, oneWrite, floor, after.roundTrips - before.roundTrips);
 			results.push(row);
-			line(level.concurrency, "no-op", n, null);
-			for (const [i, f] of floors.entries()) line(level.concurrency, f.label, floorRuns[i] as Run, n);
-			line(
+			printLine(level.concurrency, "no-op", n, null);
+			printLine(level.concurrency, "no-op + 1 D1 write", oneWrite, n);
+			printLine(level.concurrency, "no-op + D1 write + send", floor, n);
+			printLine(
 				level.concurrency,
 				"receiver",
 				r,
@@ -153,14 +168,8 @@ export async function benchIngress() {
 				`   vs no-op + D1 write + send: ${row.receiverVsDesignFloor.throughputRatio}, ${signed(row.receiverVsDesignFloor.p50AddedMs)} ms; D1 round trips per delivery ${row.d1RoundTripsPerDelivery}`,
 			);
 		}
-		const c32 = results.find((x) => x.concurrency === 32) as (typeof results)[number] & {
-			throughputRatio: number;
-			designFloorThroughputRatio: number;
-		};
-		const c1 = results.find((x) => x.concurrency === 1) as (typeof results)[number] & {
-			p50AddedMs: number;
-			designFloorP50AddedMs: number;
-		};
+		const c32 = results.find((x) => x.concurrency === 32);
+		const c1 = results.find((x) => x.concurrency === 1);
 		console.log(
 			`  targets: c32 rps ratio >= 0.6 (receiver ${c32?.throughputRatio}; no-op + D1 write + send ${c32?.designFloorThroughputRatio}), c1 p50 added <= 3 ms (receiver ${c1?.p50AddedMs}; no-op + D1 write + send ${c1?.designFloorP50AddedMs})`,
 		);
