@@ -5,6 +5,7 @@ import { DAILY_RECONCILE_CRON } from "./cron";
 import { type Env, getConfig, reconcileEnabled } from "./env";
 import { log } from "./log";
 import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "./queue/messages";
+import { consumeReconcileDeadLetters } from "./reconcile/dead-letters";
 import { startRun } from "./reconcile/planner";
 import { consumeReconcile } from "./reconcile/window";
 import { sweep } from "./sweep/sweep";
@@ -23,6 +24,8 @@ export default {
 				return consumeDeadLetters(batch as MessageBatch<QueueMessage>, env);
 			case QUEUE_NAMES.reconcile:
 				return consumeReconcile(batch as MessageBatch<ReconcileJob>, env);
+			case QUEUE_NAMES.reconcileDeadLetter:
+				return consumeReconcileDeadLetters(batch as MessageBatch<ReconcileJob>, env);
 			default:
 				// Retrying cannot help a message nobody here consumes; keep it visible in the log.
 				log("error", "unknown_queue", { queue: batch.queue, messages: batch.messages.length });

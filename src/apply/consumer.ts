@@ -14,6 +14,7 @@ import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
 import { getProvider, storedHeaders } from "../providers";
 import type { QueueMessage } from "../queue/messages";
+import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
 import {
 	type ApplyRow,
 	CLAIM_EFFECTS,
@@ -184,19 +185,30 @@ async function recordTransientError(db: D1Database, work: readonly Message<Queue
 
 /**
  * The dead-letter consumer: a delivery whose retries are exhausted becomes `failed`, visible
- * and replayable. A dead-lettered snapshot is logged; the next reconciliation finds it again.
+ * and replayable. A dead-lettered reconcile snapshot fails its window and run, so the watermark
+ * stays before it and the next reconciliation lists the order again (src/reconcile/dead-letters.ts).
  */
 export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
 	const nowMs = Date.now();
 	const ids: number[] = [];
+	const snapshots: FailedWork[] = [];
 	for (const m of batch.messages) {
-		if (m.body?.kind === "delivery") ids.push(m.body.deliveryId);
-		else log("error", "dead_lettered_message", { kind: m.body?.kind ?? null, id: m.id });
+		const body = m.body as Partial<QueueMessage> | null;
+		if (body?.kind === "delivery" && typeof body.deliveryId === "number") ids.push(body.deliveryId);
+		else if (body?.kind === "snapshot" && typeof body.runId === "string" && body.resource) {
+			snapshots.push({
+				runId: body.runId,
+				wallet: body.window?.wallet ?? body.resource.wallet,
+				idx: body.window?.idx ?? null,
+				error: `snapshot ${body.resource.id} dead-lettered`,
+			});
+		} else log("error", "dead_lettered_message", { kind: body?.kind ?? null, id: m.id });
 	}
 	if (ids.length > 0) {
 		await markDeadLettered(env.DB, ids, nowMs);
 		log("error", "deliveries_dead_lettered", { count: ids.length });
 	}
+	await failReconcileWork(env.DB, snapshots, nowMs);
 	batch.ackAll();
 }
 

@@ -21,6 +21,11 @@ export interface SnapshotMessage {
 	resource: ResourceSnapshot;
 	/** The reconcile run that found the drift, for the run report. */
 	runId: string | null;
+	/**
+	 * The window that sent it (absent in messages sent before it existed): a snapshot that
+	 * dead-letters fails this window, so the run cannot move the watermark past it.
+	 */
+	window?: { wallet: string; idx: number };
 }
 
 export type QueueMessage = DeliveryMessage | SnapshotMessage;
@@ -30,6 +35,7 @@ export const QUEUE_NAMES = {
 	events: "webhook-events",
 	eventsDeadLetter: "webhook-events-dlq",
 	reconcile: "webhook-reconcile",
+	reconcileDeadLetter: "webhook-reconcile-dlq",
 } as const;
 
 export function deliveryMessage(deliveryId: number, provider: ProviderName, messageId: string): DeliveryMessage {

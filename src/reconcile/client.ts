@@ -1,8 +1,10 @@
 /**
  * The BlooBank paymentOrders API client (PROVIDERS.md 1.5): every attempt signed afresh (new
  * request id and timestamp: the server rejects a reused id as REPLAY_DETECTED), bounded by a
- * timeout, 429 honoured through Retry-After, 5xx and network errors retried with exponential
- * backoff and jitter, errors parsed into a typed value. Expected failures are values.
+ * timeout, 429 honoured through a clamped Retry-After, 5xx and network errors retried with
+ * exponential backoff and jitter, errors parsed into a typed value. Expected failures are values.
+ * Answers are untrusted input (docs/providers.md 1.5 is a contract the other side may break):
+ * bodies are read under a byte cap and a page must not hold more items than asked.
  */
 import { canonicalString, sha256, signCanonical } from "../crypto/access-signature";
 import { bytesToHex, utf8 } from "../crypto/encoding";
@@ -14,10 +16,22 @@ export const MAX_ATTEMPTS = 3;
 /** A Retry-After longer than this is not slept through; the job is re-queued with that delay. */
 export const MAX_INLINE_RETRY_AFTER_MS = 5_000;
 export const PAGE_SIZE = 100;
+/**
+ * A page is 100 orders of a few KB each (about 0.2 MB in practice); 4 MiB leaves room for orders
+ * with large `metadata` (40 KiB each) while bounding what one answer can make the isolate hold
+ * (128 MB for everything). Over the cap the answer is refused, not parsed.
+ */
+export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+/** Error bodies only feed a message of at most 300 characters. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** Queues cannot delay a message longer than 12 hours; a longer Retry-After is not meaningful to us. */
+export const MAX_RETRY_AFTER_SECONDS = 12 * 60 * 60;
 
 export type ApiError =
 	| { kind: "rate_limited"; retryAfterSeconds: number; message: string }
 	| { kind: "unavailable"; message: string }
+	/** An answer that breaks the contract (too large, more items than asked): retrying will not fix it. */
+	| { kind: "invalid_response"; message: string }
 	| { kind: "invalid_page_token"; message: string }
 	| { kind: "unauthenticated"; httpStatus: number; code: string; message: string }
 	| { kind: "rejected"; httpStatus: number; code: string; reason: string | null; message: string };
@@ -51,10 +65,57 @@ interface ErrorEnvelope {
 	error?: { code?: unknown; status?: unknown; message?: unknown; details?: { reason?: unknown }[] };
 }
 
+/**
+ * The body's bytes, or null when it is longer than `cap`: a declared Content-Length over the cap is
+ * refused before reading, and a body without one is counted while read and cancelled at the cap,
+ * so it is never held whole.
+ */
+export async function readCapped(res: Response, cap: number): Promise<Uint8Array | null> {
+	const declared = Number(res.headers.get("content-length") ?? "0");
+	if (declared > cap) {
+		await res.body?.cancel();
+		return null;
+	}
+	if (!res.body) return new Uint8Array(0);
+	const reader = res.body.getReader();
+	const chunks: Uint8Array[] = [];
+	let total = 0;
+	for (;;) {
+		const { done, value } = await reader.read();
+		if (done) break;
+		total += value.byteLength;
+		if (total > cap) {
+			await reader.cancel();
+			return null;
+		}
+		chunks.push(value);
+	}
+	const bytes = new Uint8Array(total);
+	let at = 0;
+	for (const c of chunks) {
+		bytes.set(c, at);
+		at += c.byteLength;
+	}
+	return bytes;
+}
+
+/**
+ * Retry-After (seconds, or an HTTP date) as whole seconds in [1 s, 12 h]. Missing, 0, negative or
+ * malformed becomes 1 s, so a 429 never turns into a tight loop of signed requests; huge becomes
+ * 12 h, the longest delay a queue message can take.
+ */
+export function retryAfterSeconds(header: string | null, nowMs: number): number {
+	const value = header?.trim() ?? "";
+	const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : (Date.parse(value) - nowMs) / 1000;
+	if (!Number.isFinite(seconds)) return 1;
+	return Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(seconds)));
+}
+
 async function parseError(res: Response): Promise<{ code: string; reason: string | null; message: string }> {
 	let body: ErrorEnvelope = {};
 	try {
-		body = (await res.json()) as ErrorEnvelope;
+		const bytes = await readCapped(res, MAX_ERROR_BODY_BYTES);
+		if (bytes) body = JSON.parse(new TextDecoder().decode(bytes)) as ErrorEnvelope;
 	} catch {
 		// Not the documented envelope: keep the HTTP status as the whole story.
 	}
@@ -100,6 +161,16 @@ export class BlooBankClient {
 			(body.nextPageToken !== null && body.nextPageToken !== undefined && typeof body.nextPageToken !== "string")
 		) {
 			return { ok: false, error: { kind: "unavailable", message: "list response is not { items, nextPageToken }" } };
+		}
+		// page_size is a maximum (docs/providers.md 1.5): more items than asked is not a page we understand.
+		if (body.items.length > PAGE_SIZE) {
+			return {
+				ok: false,
+				error: {
+					kind: "invalid_response",
+					message: `page of ${body.items.length} items where ${PAGE_SIZE} were asked`,
+				},
+			};
 		}
 		return {
 			ok: true,
@@ -157,8 +228,15 @@ export class BlooBankClient {
 				continue;
 			}
 			if (res.ok) {
+				const bytes = await readCapped(res, MAX_RESPONSE_BYTES);
+				if (bytes === null) {
+					return {
+						ok: false,
+						error: { kind: "invalid_response", message: `response larger than ${MAX_RESPONSE_BYTES} bytes` },
+					};
+				}
 				try {
-					return { ok: true, value: await res.json() };
+					return { ok: true, value: JSON.parse(new TextDecoder().decode(bytes)) };
 				} catch {
 					last = { kind: "unavailable", message: "response body is not JSON" };
 					continue;
@@ -166,10 +244,10 @@ export class BlooBankClient {
 			}
 			const e = await parseError(res);
 			if (res.status === 429) {
-				const seconds = Number(res.headers.get("retry-after"));
-				const retryAfterSeconds = Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds) : 1;
-				last = { kind: "rate_limited", retryAfterSeconds, message: e.message };
-				if (retryAfterSeconds * 1000 > MAX_INLINE_RETRY_AFTER_MS) return { ok: false, error: last };
+				// Every 429 is an attempt: at most MAX_ATTEMPTS per request, then the window decides.
+				const seconds = retryAfterSeconds(res.headers.get("retry-after"), this.deps.now());
+				last = { kind: "rate_limited", retryAfterSeconds: seconds, message: e.message };
+				if (seconds * 1000 > MAX_INLINE_RETRY_AFTER_MS) return { ok: false, error: last };
 				continue;
 			}
 			if (res.status >= 500) {

@@ -4,13 +4,16 @@
  * snapshot, so the single writer applies it and first-observation effects fire as for webhooks.
  * At most MAX_PAGES_PER_INVOCATION pages per invocation; the resume point is stored in D1 and a
  * continuation job is queued. Memory holds one page at a time.
+ *
+ * The window is not done until its snapshots are applied: each snapshot names its window, and one
+ * that dead-letters fails the window and the run (src/reconcile/dead-letters.ts).
  */
 import { type Env, parseReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { blooBankOrderSnapshot } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/types";
 import type { ReconcileJob, SnapshotMessage } from "../queue/messages";
-import { BlooBankClient, type ClientDeps, defaultDeps } from "./client";
+import { BlooBankClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS } from "./client";
 
 /** 10 pages: <= 30 API attempts + 10 queue sends + 1 continuation, under the free plan's 50 subrequests. */
 export const MAX_PAGES_PER_INVOCATION = 10;
@@ -18,6 +21,19 @@ export const MAX_RESTARTS = 3;
 export const MAX_RETRIES = 5;
 /** Queue sendBatch caps a call at 256 KB; stay well under it. */
 const SEND_BATCH_BYTES = 200_000;
+/** Queues cap a message at 128 KB (128,000 bytes); the rest is room for the serialization's own framing. */
+export const MAX_SNAPSHOT_MESSAGE_BYTES = 120_000;
+
+/**
+ * An upper bound of a message's size on the queue. Messages are V8-serialized: a string holding any
+ * character above U+00FF is stored with two bytes per character, so one such character in a large
+ * ASCII `metadata` doubles it. The larger of that and the UTF-8 size is never below the real size.
+ */
+export function messageBytes(message: SnapshotMessage): number {
+	const json = JSON.stringify(message);
+	const utf8 = new TextEncoder().encode(json).byteLength;
+	return /[\u0100-\uffff]/.test(json) ? Math.max(utf8, 2 * json.length) : utf8;
+}
 
 interface WindowRow {
 	status: string;
@@ -41,18 +57,33 @@ interface Progress {
 	/** Seconds until the continuation should run (0: at once). */
 	delaySeconds: number;
 	errors: string[];
+	/** What this invocation dropped or skipped: reported in the run, though the window goes on. */
+	notes: string[];
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function sendSnapshots(env: Env, runId: string, snapshots: ResourceSnapshot[]): Promise<void> {
+/** Sends the snapshots (each naming its window); returns those too large for a queue message, unsent. */
+async function sendSnapshots(
+	env: Env,
+	job: ReconcileJob,
+	snapshots: ResourceSnapshot[],
+): Promise<{ sent: number; tooLarge: { id: string; bytes: number }[] }> {
 	let batch: { body: SnapshotMessage }[] = [];
 	let bytes = 0;
+	let sent = 0;
+	const tooLarge: { id: string; bytes: number }[] = [];
+	const window = { wallet: job.wallet, idx: job.idx };
 	for (const resource of snapshots) {
-		const body: SnapshotMessage = { kind: "snapshot", provider: "bloobank", resource, runId };
-		const size = JSON.stringify(body).length;
+		const body: SnapshotMessage = { kind: "snapshot", provider: "bloobank", resource, runId: job.runId, window };
+		const size = messageBytes(body);
+		if (size > MAX_SNAPSHOT_MESSAGE_BYTES) {
+			tooLarge.push({ id: resource.id, bytes: size });
+			continue;
+		}
 		if (batch.length > 0 && (bytes + size > SEND_BATCH_BYTES || batch.length === 100)) {
 			await env.EVENTS.sendBatch(batch);
+			sent += batch.length;
 			batch = [];
 			bytes = 0;
 		}
@@ -60,6 +91,7 @@ async function sendSnapshots(env: Env, runId: string, snapshots: ResourceSnapsho
 		bytes += size;
 	}
 	if (batch.length > 0) await env.EVENTS.sendBatch(batch);
+	return { sent: sent + batch.length, tooLarge };
 }
 
 /** One page: the drifted orders, found with one D1 query whatever the page size. */
@@ -78,6 +110,9 @@ async function drifted(db: D1Database, items: ResourceSnapshot[]): Promise<Resou
 		return v === undefined || i.version > v;
 	});
 }
+
+/** 30 s, 60 s, 120 s ... between invocations after consecutive failures. */
+const backoffSeconds = (retries: number) => 30 * 2 ** (retries - 1);
 
 export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = defaultDeps()): Promise<void> {
 	const db = env.DB;
@@ -101,6 +136,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 		failed: null,
 		delaySeconds: 0,
 		errors: [],
+		notes: [],
 	};
 	const parsed = parseReconcileConfig(env);
 	if (!parsed.ok) {
@@ -123,12 +159,23 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 					p.token = null;
 					if (p.restarts > MAX_RESTARTS) p.failed = "INVALID_PAGE_TOKEN: too many restarts";
 				} else if (e.kind === "rate_limited") {
-					p.delaySeconds = e.retryAfterSeconds;
+					// Counted like an outage, so a provider that keeps answering 429 fails the window in bounded time;
+					// Retry-After is a floor under the same backoff.
+					p.retries++;
+					p.errors.push(`rate limited: ${e.message}`);
+					if (p.retries > MAX_RETRIES) p.failed = `rate limited ${p.retries} times in a row: ${e.message}`;
+					else
+						p.delaySeconds = Math.min(
+							MAX_RETRY_AFTER_SECONDS,
+							Math.max(e.retryAfterSeconds, backoffSeconds(p.retries)),
+						);
+				} else if (e.kind === "invalid_response") {
+					p.failed = `invalid response: ${e.message}`;
 				} else if (e.kind === "unavailable") {
 					p.retries++;
 					p.errors.push(`unavailable: ${e.message}`);
 					if (p.retries > MAX_RETRIES) p.failed = `provider unavailable: ${e.message}`;
-					else p.delaySeconds = 30 * 2 ** (p.retries - 1);
+					else p.delaySeconds = backoffSeconds(p.retries);
 				} else if (e.kind === "unauthenticated") {
 					p.failed = `credentials rejected (${e.httpStatus} ${e.code}): ${e.message}`;
 				} else {
@@ -139,15 +186,32 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 			p.retries = 0;
 			p.pages++;
 			const snapshots: ResourceSnapshot[] = [];
+			const foreign: string[] = [];
+			let malformed = 0;
 			for (const item of res.value.items) {
 				const s = blooBankOrderSnapshot(item);
-				if (s) snapshots.push(s);
-				else if (p.errors.length < 5) p.errors.push("an item of the list is not a payment order");
+				if (!s) malformed++;
+				// The list is per wallet: an order naming another wallet is not this window's to apply (ids
+				// are unique only within a wallet, docs/providers.md 1.4). One naming none is the asked wallet's.
+				else if (s.wallet !== null && s.wallet !== job.wallet) foreign.push(`${s.id} of ${s.wallet}`);
+				else snapshots.push({ ...s, wallet: job.wallet });
+			}
+			if (malformed > 0) {
+				p.errors.push("an item of the list is not a payment order");
+				p.notes.push(`dropped ${malformed} item(s) that are not payment orders`);
+			}
+			if (foreign.length > 0) {
+				p.notes.push(`dropped ${foreign.length} item(s) of another wallet (${foreign.slice(0, 3).join(", ")})`);
 			}
 			p.seen += res.value.items.length;
 			const repair = await drifted(db, snapshots);
-			await sendSnapshots(env, job.runId, repair);
-			p.repaired += repair.length;
+			const { sent, tooLarge } = await sendSnapshots(env, job, repair);
+			// Skipped, not held: it can never fit, so holding the window would stall every later run on it.
+			for (const t of tooLarge.slice(0, 3)) {
+				p.notes.push(`snapshot ${t.id} too large for a queue message (${t.bytes} bytes), skipped`);
+			}
+			if (tooLarge.length > 3) p.notes.push(`${tooLarge.length - 3} more snapshots too large, skipped`);
+			p.repaired += sent;
 			p.token = res.value.nextPageToken;
 			if (p.token === null) p.done = true;
 		}
@@ -156,6 +220,8 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 	if (!p.done && !p.failed) {
 		await env.RECONCILE.send(job, p.delaySeconds > 0 ? { delaySeconds: p.delaySeconds } : undefined);
 	}
+	if (p.notes.length > 0)
+		log("warn", "reconcile_items_dropped", { runId: job.runId, wallet: job.wallet, idx: job.idx, notes: p.notes });
 	log(p.failed ? "error" : "info", "reconcile_window", {
 		runId: job.runId,
 		wallet: job.wallet,
@@ -216,14 +282,16 @@ async function saveProgress(
 				p.repaired,
 				status === "done" ? 1 : 0,
 				status === "failed" ? 1 : 0,
-				p.failed ? `${job.wallet}#${job.idx}: ${p.failed}` : null,
+				p.failed || p.notes.length > 0
+					? `${job.wallet}#${job.idx}: ${[p.failed, ...p.notes].filter((x) => x !== null).join("; ")}`
+					: null,
 			),
 	];
 	if (status !== "pending") {
 		statements.push(
 			db
 				.prepare(
-					`UPDATE reconcile_runs SET status = CASE WHEN windows_failed > 0 THEN 'failed' ELSE 'done' END, finished_at = ?2
+					`UPDATE reconcile_runs SET status = CASE WHEN windows_failed > 0 OR status = 'failed' THEN 'failed' ELSE 'done' END, finished_at = ?2
            WHERE id = ?1 AND finished_at IS NULL AND windows_done + windows_failed >= windows_planned`,
 				)
 				.bind(job.runId, nowMs),

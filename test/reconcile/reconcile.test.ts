@@ -9,10 +9,25 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { DAILY_RECONCILE_CRON } from "../../src/cron";
 import { parseReconcileConfig } from "../../src/env";
 import worker from "../../src/index";
-import type { QueueMessage, ReconcileJob } from "../../src/queue/messages";
+import { blooBankOrderSnapshot } from "../../src/providers/bloobank";
+import type { QueueMessage, ReconcileJob, SnapshotMessage } from "../../src/queue/messages";
 import { QUEUE_NAMES } from "../../src/queue/messages";
-import { BlooBankClient, type ClientDeps, REQUEST_TIMEOUT_MS } from "../../src/reconcile/client";
-import { MAX_PAGES_PER_INVOCATION } from "../../src/reconcile/window";
+import {
+	BlooBankClient,
+	type ClientDeps,
+	MAX_ATTEMPTS,
+	MAX_INLINE_RETRY_AFTER_MS,
+	MAX_RESPONSE_BYTES,
+	MAX_RETRY_AFTER_SECONDS,
+	PAGE_SIZE,
+	REQUEST_TIMEOUT_MS,
+} from "../../src/reconcile/client";
+import {
+	MAX_PAGES_PER_INVOCATION,
+	MAX_RETRIES,
+	MAX_SNAPSHOT_MESSAGE_BYTES,
+	messageBytes,
+} from "../../src/reconcile/window";
 import { consume, ingest } from "../support/apply";
 import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, PRIVATE_KEY_HEX } from "../support/fake-bloobank";
 import { type Harness, harness, resetDb, rows } from "../support/worker";
@@ -52,24 +67,33 @@ interface InvocationCount {
 	queueCalls: number;
 }
 
+/** Runs one queued RECONCILE job (the i-th sent) in its own invocation, counting what it cost. */
+async function runJob(h: Harness, i: number): Promise<InvocationCount> {
+	const job = h.reconcile.sent[i] as ReconcileJob;
+	const [d1, fetches, queueCalls] = [h.db.roundTrips, fake.requests.length, h.events.calls + h.reconcile.calls];
+	const batch = createMessageBatch<ReconcileJob>(QUEUE_NAMES.reconcile, [
+		{ id: `r-${i}`, timestamp: new Date(), attempts: 1, body: job },
+	]);
+	const ctx = createExecutionContext();
+	await worker.queue(batch, h.env, ctx);
+	const result = await getQueueResult(batch, ctx);
+	expect(result.explicitAcks).toEqual([`r-${i}`]);
+	return {
+		d1: h.db.roundTrips - d1,
+		fetches: fake.requests.length - fetches,
+		queueCalls: h.events.calls + h.reconcile.calls - queueCalls,
+	};
+}
+
+/** A job that re-queues itself forever must fail the test, not hang it. */
+const MAX_INVOCATIONS = 200;
+
 /** Runs every queued RECONCILE job (continuations included), one invocation each, counting per invocation. */
 async function runJobs(h: Harness, from = 0): Promise<InvocationCount[]> {
 	const counts: InvocationCount[] = [];
 	for (let i = from; i < h.reconcile.sent.length; i++) {
-		const job = h.reconcile.sent[i] as ReconcileJob;
-		const [d1, fetches, queueCalls] = [h.db.roundTrips, fake.requests.length, h.events.calls + h.reconcile.calls];
-		const batch = createMessageBatch<ReconcileJob>(QUEUE_NAMES.reconcile, [
-			{ id: `r-${i}`, timestamp: new Date(), attempts: 1, body: job },
-		]);
-		const ctx = createExecutionContext();
-		await worker.queue(batch, h.env, ctx);
-		const result = await getQueueResult(batch, ctx);
-		expect(result.explicitAcks).toEqual([`r-${i}`]);
-		counts.push({
-			d1: h.db.roundTrips - d1,
-			fetches: fake.requests.length - fetches,
-			queueCalls: h.events.calls + h.reconcile.calls - queueCalls,
-		});
+		if (counts.length >= MAX_INVOCATIONS) throw new Error(`still re-queueing after ${MAX_INVOCATIONS} invocations`);
+		counts.push(await runJob(h, i));
 	}
 	return counts;
 }
@@ -361,5 +385,301 @@ describe("the daily cron", () => {
 		await waitOnExecutionContext(ctx);
 		expect(h.reconcile.sent).toHaveLength(0);
 		expect(await runs()).toEqual([]);
+	});
+});
+
+const HOUR = 60 * 60_000;
+const snapshotsSent = (h: Harness) => h.events.sent.filter((m): m is SnapshotMessage => m.kind === "snapshot");
+const runErrors = async (i = 0) => JSON.parse(String((await runs())[i]?.errors)) as string[];
+
+describe("reconciliation never moves past what it did not apply", () => {
+	it("a snapshot that dead-letters after its run is done puts the watermark back, and the next run applies it", async () => {
+		const h = h0();
+		const now = Date.now();
+		// A day since the last run: this run covers 30 hours in 5 windows, the next only 6 hours back.
+		await rows(
+			"INSERT INTO reconcile_watermarks (wallet, completed_to, run_id) VALUES ('w1', ?1, 'earlier')",
+			now - 24 * HOUR,
+		);
+		const [lost] = fake.seed(1, () => ({}), "w1", now - 29 * HOUR);
+		fake.seed(1, () => ({}), "w1", now - HOUR);
+		await post(h, "/admin/reconcile");
+		await runJobs(h);
+		const planned = Number((await runs())[0]?.windows_planned);
+		expect(planned).toBeGreaterThanOrEqual(5);
+		expect((await runs())[0]).toMatchObject({ status: "done", repaired: 2, windows_done: planned });
+
+		const dead = snapshotsSent(h).find((m) => m.resource.id === lost?.id) as QueueMessage;
+		await consume(h, snapshotsSent(h).filter((m) => m !== dead) as QueueMessage[]);
+		const result = await consume(h, [dead], QUEUE_NAMES.eventsDeadLetter);
+		expect(result.retryBatch.retry).toBe(false);
+
+		expect((await runs())[0]).toMatchObject({ status: "failed", windows_done: planned - 1, windows_failed: 1 });
+		expect((await runErrors(0)).join("\n")).toContain(`w1#0: snapshot ${lost?.id} dead-lettered`);
+		expect(await rows("SELECT idx, status FROM reconcile_windows WHERE status != 'done'")).toEqual([
+			{ idx: 0, status: "failed" },
+		]);
+
+		// The next run goes back far enough to list the order again, and the writer applies it.
+		const [jobs, sent] = [h.reconcile.sent.length, h.events.sent.length];
+		await post(h, "/admin/reconcile");
+		await runJobs(h, jobs);
+		await applySnapshots(h, sent);
+		expect(await rows("SELECT id FROM resources WHERE id = ?1", lost?.id)).toEqual([{ id: lost?.id }]);
+		const second = (await runs())[1];
+		expect(second).toMatchObject({ status: "done" });
+		expect(await rows("SELECT completed_to = ?1 AS at_end FROM reconcile_watermarks", second?.period_to)).toEqual([
+			{ at_end: 1 },
+		]);
+	});
+
+	it("a snapshot that dead-letters while its run is running stops its window; the run ends failed, no watermark", async () => {
+		const h = h0({ RECONCILE_LOOKBACK_HOURS: "12" });
+		const now = Date.now();
+		// Window 0 needs a continuation (11 pages); window 1 has one order.
+		fake.seed(1_001, () => ({}), "w1", now - 11 * HOUR);
+		fake.seed(1, () => ({}), "w1", now - HOUR);
+		await post(h, "/admin/reconcile");
+		expect(h.reconcile.sent).toHaveLength(2);
+		await runJob(h, 0);
+		expect(h.reconcile.sent).toHaveLength(3); // window 0's continuation
+
+		await consume(h, [snapshotsSent(h)[0] as QueueMessage], QUEUE_NAMES.eventsDeadLetter);
+		expect(await rows("SELECT idx, status FROM reconcile_windows ORDER BY idx")).toEqual([
+			{ idx: 0, status: "failed" },
+			{ idx: 1, status: "pending" },
+		]);
+
+		const [window1, continuation] = [await runJob(h, 1), await runJob(h, 2)];
+		expect(window1.fetches).toBe(1);
+		expect(continuation.fetches).toBe(0); // a failed window is not paged further
+		const [run] = await runs();
+		expect(run).toMatchObject({ status: "failed", windows_done: 1, windows_failed: 1 });
+		expect(run?.finished_at).not.toBeNull();
+		expect(await rows("SELECT * FROM reconcile_watermarks")).toEqual([]);
+	});
+
+	it("a dead-lettered snapshot sent before messages named their window still fails its run and puts the watermark back", async () => {
+		const h = h0();
+		fake.seed(1);
+		await post(h, "/admin/reconcile");
+		await runJobs(h);
+		const [run] = await runs();
+		expect(run).toMatchObject({ status: "done" });
+		const { window: _, ...old } = snapshotsSent(h)[0] as SnapshotMessage;
+		await consume(h, [old], QUEUE_NAMES.eventsDeadLetter);
+		expect((await runs())[0]).toMatchObject({ status: "failed", windows_done: 1, windows_failed: 0 });
+		expect((await runErrors()).join("\n")).toContain(`w1: snapshot ${old.resource.id} dead-lettered`);
+		expect(await rows("SELECT completed_to FROM reconcile_watermarks")).toEqual([{ completed_to: run?.period_from }]);
+	});
+
+	it("a dead-lettered reconcile job fails its window and run", async () => {
+		const h = h0();
+		fake.seed(1);
+		await post(h, "/admin/reconcile");
+		const job = h.reconcile.sent[0] as ReconcileJob;
+		const batch = createMessageBatch<ReconcileJob>(QUEUE_NAMES.reconcileDeadLetter, [
+			{ id: "dead-1", timestamp: new Date(), attempts: 1, body: job },
+		]);
+		const ctx = createExecutionContext();
+		await worker.queue(batch, h.env, ctx);
+		const result = await getQueueResult(batch, ctx);
+		expect(result.retryBatch.retry).toBe(false);
+		expect(result.ackAll || result.explicitAcks.includes("dead-1")).toBe(true);
+
+		const [w] = await rows<{ status: string; last_error: string }>("SELECT status, last_error FROM reconcile_windows");
+		expect(w?.status).toBe("failed");
+		expect(w?.last_error).toContain("retries exhausted");
+		const [run] = await runs();
+		expect(run).toMatchObject({ status: "failed", windows_failed: 1, windows_done: 0 });
+		expect(run?.finished_at).not.toBeNull();
+		expect((await runErrors()).join("\n")).toContain("w1#0: reconcile job retries exhausted");
+		// A late duplicate of the job changes nothing.
+		await runJobs(h);
+		expect(fake.requests).toHaveLength(0);
+	});
+});
+
+describe("rate limiting is bounded", () => {
+	it("Retry-After 0 does not loop: 3 requests, then the job is re-queued with a backoff", async () => {
+		const h = h0();
+		fake.seed(1);
+		fake.script(
+			...Array.from({ length: 40 }, () => () => new Response(null, { status: 429, headers: { "retry-after": "0" } })),
+		);
+		await post(h, "/admin/reconcile");
+		const first = await runJob(h, 0);
+		expect(first.fetches).toBe(MAX_ATTEMPTS);
+		expect(h.reconcile.sent).toHaveLength(2);
+		expect(h.reconcile.delays[1]).toBeGreaterThanOrEqual(1);
+		expect(await rows("SELECT retries, status FROM reconcile_windows")).toEqual([{ retries: 1, status: "pending" }]);
+	});
+
+	it("a rate-limited answer every time fails the window after a bounded number of invocations", async () => {
+		const h = h0();
+		fake.seed(1);
+		fake.script(
+			...Array.from(
+				{ length: 300 },
+				() => () => new Response(null, { status: 429, headers: { "retry-after": "600" } }),
+			),
+		);
+		await post(h, "/admin/reconcile");
+		const invocations = await runJobs(h);
+		expect(invocations).toHaveLength(MAX_RETRIES + 1);
+		expect(fake.requests).toHaveLength(MAX_RETRIES + 1);
+		expect(await rows("SELECT status FROM reconcile_windows")).toEqual([{ status: "failed" }]);
+		expect((await runs())[0]).toMatchObject({ status: "failed" });
+		expect((await runErrors()).join("\n")).toContain("rate limited");
+	});
+
+	it("a huge Retry-After re-queues the job with at most 12 hours", async () => {
+		const h = h0();
+		fake.seed(1);
+		fake.script(() => new Response(null, { status: 429, headers: { "retry-after": "99999999" } }));
+		await post(h, "/admin/reconcile");
+		const first = await runJob(h, 0);
+		expect(first.fetches).toBe(1);
+		expect(h.reconcile.delays[1]).toBe(MAX_RETRY_AFTER_SECONDS);
+		expect(MAX_RETRY_AFTER_SECONDS).toBe(12 * 60 * 60);
+	});
+
+	it.each([
+		["missing", null, 1],
+		["zero", "0", 1],
+		["negative", "-5", 1],
+		["not a number", "soon", 1],
+		["fractional", "2.2", 3],
+		["huge", "99999999", 43_200],
+	])("Retry-After %s becomes a clamped backoff, each answer counted as an attempt", async (_, header, seconds) => {
+		const parsed = parseReconcileConfig({ ...RECONCILE_VARS } as never);
+		if (!parsed.ok) throw new Error(parsed.error);
+		const slept: number[] = [];
+		const deps: ClientDeps = {
+			fetch: fake.fetch,
+			now: Date.now,
+			sleep: async (ms) => {
+				slept.push(ms);
+			},
+			random: () => 0.5,
+			timeoutMs: 1_000,
+		};
+		fake.seed(1);
+		fake.script(
+			...Array.from(
+				{ length: 5 },
+				() => () => new Response(null, { status: 429, headers: header === null ? {} : { "retry-after": header } }),
+			),
+		);
+		const res = await new BlooBankClient(parsed.config, deps).listPaymentOrders("w1", {
+			filter: "updatedAt>=2000-01-01T00:00:00Z AND updatedAt<2100-01-01T00:00:00Z",
+			orderBy: "updatedAt asc",
+			pageToken: null,
+		});
+		expect(res).toMatchObject({ ok: false, error: { kind: "rate_limited", retryAfterSeconds: seconds } });
+		const inline = seconds * 1000 <= MAX_INLINE_RETRY_AFTER_MS;
+		expect(fake.requests).toHaveLength(inline ? MAX_ATTEMPTS : 1);
+		expect(slept).toEqual(inline ? [seconds * 1000, seconds * 1000] : []);
+	});
+});
+
+describe("provider answers are untrusted input", () => {
+	it("a response body over the byte cap is refused without being read whole; the window fails", async () => {
+		const h = h0();
+		fake.seed(1);
+		const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+		const total = 2 * MAX_RESPONSE_BYTES;
+		let pulled = 0;
+		// Valid JSON of twice the cap, with no Content-Length: only counting while reading can stop it.
+		const stream = () =>
+			new ReadableStream<Uint8Array>({
+				start(c) {
+					c.enqueue(new TextEncoder().encode('{"items":[],"nextPageToken":null,"pad":"'));
+				},
+				pull(c) {
+					if (pulled >= total) {
+						c.enqueue(new TextEncoder().encode('"}'));
+						c.close();
+						return;
+					}
+					pulled += chunk.length;
+					c.enqueue(chunk);
+				},
+			});
+		fake.script(() => new Response(stream(), { headers: { "content-type": "application/json" } }));
+		await post(h, "/admin/reconcile");
+		await runJobs(h);
+		expect(pulled).toBeLessThanOrEqual(MAX_RESPONSE_BYTES + 2 * chunk.length);
+		expect((await runs())[0]).toMatchObject({ status: "failed", windows_failed: 1 });
+		expect((await runErrors()).join("\n")).toContain(`response larger than ${MAX_RESPONSE_BYTES} bytes`);
+	});
+
+	it("a declared Content-Length over the cap is refused before the body is read", async () => {
+		const h = h0();
+		fake.seed(1);
+		let read = false;
+		// highWaterMark 0: pull runs only when someone reads.
+		const body = new ReadableStream<Uint8Array>(
+			{
+				pull(c) {
+					read = true;
+					c.close();
+				},
+			},
+			{ highWaterMark: 0 },
+		);
+		fake.script(() => new Response(body, { headers: { "content-length": String(MAX_RESPONSE_BYTES + 1) } }));
+		await post(h, "/admin/reconcile");
+		await runJobs(h);
+		expect(read).toBe(false);
+		expect((await runs())[0]).toMatchObject({ status: "failed" });
+	});
+
+	it("a page with more items than page_size is refused; nothing of it is sent", async () => {
+		const h = h0();
+		const orders = fake.seed(PAGE_SIZE + 1);
+		fake.script(() => Response.json({ items: orders, nextPageToken: null }));
+		await post(h, "/admin/reconcile");
+		await runJobs(h);
+		expect(snapshotsSent(h)).toHaveLength(0);
+		expect((await runs())[0]).toMatchObject({ status: "failed", windows_failed: 1, orders_seen: 0 });
+		expect((await runErrors()).join("\n")).toContain(`${PAGE_SIZE + 1} items where ${PAGE_SIZE} were asked`);
+	});
+
+	it("items of another wallet are dropped and reported in the run", async () => {
+		const h = h0();
+		const mine = fake.seed(2, () => ({}), "w1");
+		const [theirs] = fake.seed(1, () => ({ id: "ord_w1_0" }), "w2");
+		fake.script(() => Response.json({ items: [...mine, theirs], nextPageToken: null }));
+		await post(h, "/admin/reconcile");
+		await runJobs(h);
+		expect(snapshotsSent(h).map((m) => [m.resource.wallet, m.resource.id])).toEqual(mine.map((o) => ["w1", o.id]));
+		expect((await runs())[0]).toMatchObject({ status: "done", repaired: 2 });
+		expect((await runErrors()).join("\n")).toContain("w1#0: dropped 1 item(s) of another wallet (ord_w1_0 of w2)");
+	});
+
+	it("a snapshot too large for a queue message is skipped and reported; the rest are sent", async () => {
+		const h = h0();
+		const [big] = fake.seed(1, () => ({ metadata: { note: "x".repeat(130_000) } }));
+		const [small] = fake.seed(1);
+		await post(h, "/admin/reconcile");
+		await runJobs(h);
+		expect(snapshotsSent(h).map((m) => m.resource.id)).toEqual([small?.id]);
+		expect((await runs())[0]).toMatchObject({ status: "done", repaired: 1 });
+		expect((await runErrors()).join("\n")).toMatch(
+			new RegExp(`w1#0: snapshot ${big?.id} too large for a queue message \\(\\d+ bytes\\), skipped`),
+		);
+	});
+
+	it("a snapshot's size counts two bytes a character once its text holds one above U+00FF", () => {
+		const order = { id: "ord_1", wallet: "w1", ordVersion: 1, status: "SUCCESS", metadata: `${"a".repeat(70_000)}€` };
+		const snapshot = blooBankOrderSnapshot(order);
+		if (!snapshot) throw new Error("not an order");
+		const message: SnapshotMessage = { kind: "snapshot", provider: "bloobank", resource: snapshot, runId: "r" };
+		// About 70,000 characters and UTF-8 bytes, but a two-byte string on the queue: 140,000 bytes.
+		const json = JSON.stringify(message);
+		expect(json.length).toBeLessThan(MAX_SNAPSHOT_MESSAGE_BYTES);
+		expect(new TextEncoder().encode(json).byteLength).toBeLessThan(MAX_SNAPSHOT_MESSAGE_BYTES);
+		expect(messageBytes(message)).toBeGreaterThan(MAX_SNAPSHOT_MESSAGE_BYTES);
 	});
 });

@@ -21,6 +21,7 @@ export interface FakeOrder {
 	direction: "IN" | "OUT";
 	createdAt: string;
 	updatedAt: string;
+	metadata?: unknown;
 }
 
 type Script = (req: Request) => Response | Promise<Response> | null;
