@@ -9,6 +9,20 @@ import { TEST_VARS } from "./test/vars.ts";
 // behind their back with the wrong env. Nor .dev.vars: tests set every variable (test/vars.ts).
 const wrangler = unstable_readConfig({ config: "wrangler.toml" });
 
+/** What test/wiring/names.test.ts checks against the code: the names wrangler.toml declares. */
+const declaredNames = {
+	producers: (wrangler.queues.producers ?? []).map(({ binding, queue }: { binding: string; queue: string }) => ({
+		binding,
+		queue,
+	})),
+	consumers: (wrangler.queues.consumers ?? []).map((c: { queue: string; dead_letter_queue?: string }) => ({
+		queue: c.queue,
+		deadLetterQueue: c.dead_letter_queue ?? null,
+	})),
+	crons: (wrangler.triggers.crons ?? []) as string[],
+	vars: Object.keys(wrangler.vars ?? {}),
+};
+
 export default defineConfig(async () => {
 	const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
 	return {
@@ -30,7 +44,7 @@ export default defineConfig(async () => {
 							q.queue,
 						]),
 					) as Record<string, string>,
-					bindings: { ...TEST_VARS, TEST_MIGRATIONS: migrations },
+					bindings: { ...TEST_VARS, TEST_MIGRATIONS: migrations, TEST_WRANGLER_NAMES: declaredNames },
 				},
 			}),
 		],

@@ -39,6 +39,35 @@ export interface Env {
 	ALLOWED_SOURCE_CIDRS?: string;
 }
 
+/** Every variable Env reads: a `[vars]` key of wrangler.toml must be one of them (test/wiring). */
+export const ENV_VAR_NAMES = [
+	"BLOOBANK_WEBHOOK_SECRETS",
+	"BLOOBANK_SECRET_ENCODING",
+	"BOLD_WEBHOOK_SECRETS",
+	"BOLD_SUPPORTED_MAJOR_VERSIONS",
+	"PAZY_WEBHOOK_SECRETS",
+	"STANDARD_WEBHOOK_SECRETS",
+	"SIGNATURE_TOLERANCE_SECONDS",
+	"MAX_BODY_BYTES",
+	"WEBHOOK_PATH_TOKEN",
+	"ADMIN_TOKEN",
+	"BLOOBANK_API_BASE_URL",
+	"BLOOBANK_ACCESS_KEY",
+	"BLOOBANK_PRIVATE_KEY",
+	"BLOOBANK_SIGNATURE_FORMAT",
+	"BLOOBANK_WALLETS",
+	"RECONCILE_FILTER_FIELD",
+	"RECONCILE_LOOKBACK_HOURS",
+	"ALERT_WEBHOOK_URL",
+	"SWEEP_STALE_SECONDS",
+	"RETENTION_DAYS",
+	"DEDUPE_RETENTION_DAYS",
+	"ALLOWED_SOURCE_CIDRS",
+] as const satisfies readonly (keyof Env)[];
+type StringVars = { [K in keyof Env]-?: NonNullable<Env[K]> extends string ? K : never }[keyof Env];
+/** never while ENV_VAR_NAMES lists every string variable of Env. */
+export type UnlistedEnvVars = Exclude<StringVars, (typeof ENV_VAR_NAMES)[number]>;
+
 export type ProviderName = "bloobank" | "bold" | "pazy" | "standard";
 export const PROVIDER_NAMES: readonly ProviderName[] = ["bloobank", "bold", "pazy", "standard"];
 

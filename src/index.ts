@@ -11,6 +11,7 @@ import { consumeReconcile } from "./reconcile/window";
 import { sweep } from "./sweep/sweep";
 
 const app = createApp();
+const UNKNOWN_QUEUE_RETRY_SECONDS = 300;
 
 export default {
 	fetch: app.fetch,
@@ -27,9 +28,10 @@ export default {
 			case QUEUE_NAMES.reconcileDeadLetter:
 				return consumeReconcileDeadLetters(batch as MessageBatch<ReconcileJob>, env);
 			default:
-				// Retrying cannot help a message nobody here consumes; keep it visible in the log.
+				// A queue wrangler.toml routes here under a name the code does not know (renamed in one place):
+				// never ack, so the messages wait for the fix, or reach that queue's dead-letter queue.
 				log("error", "unknown_queue", { queue: batch.queue, messages: batch.messages.length });
-				batch.ackAll();
+				batch.retryAll({ delaySeconds: UNKNOWN_QUEUE_RETRY_SECONDS });
 		}
 	},
 

@@ -5,6 +5,13 @@ declare global {
 	namespace Cloudflare {
 		interface Env extends WorkerEnv {
 			TEST_MIGRATIONS: D1Migration[];
+			/** The queue, cron and [vars] names wrangler.toml declares (vitest.config.ts). */
+			TEST_WRANGLER_NAMES: {
+				producers: { binding: string; queue: string }[];
+				consumers: { queue: string; deadLetterQueue: string | null }[];
+				crons: string[];
+				vars: string[];
+			};
 		}
 	}
 }
