@@ -5,7 +5,7 @@ import { consume, ingest } from "../support/apply";
 import { orderEvent, signedRequest } from "../support/bloobank";
 import { call, type Harness, harness, resetDb, rows } from "../support/worker";
 
-const TOKEN = "admin-test-token-0123456789";
+const TOKEN = "admin-test-token-0123456789abcdef0123456789";
 beforeEach(resetDb);
 
 const admin = () => harness({ ADMIN_TOKEN: TOKEN });
