@@ -34,13 +34,13 @@ import {
  */
 export const MAX_CHUNK_BODY_BYTES = 16 * 1024 * 1024;
 
-/** Loads stored deliveries in id order until their bodies pass `?2` bytes (always at least one). */
+/** Loads stored deliveries in id order while their bodies total at most `?2` bytes (always at least one). */
 const LOAD_CHUNK = `
 SELECT d.id, d.provider, d.raw_body, d.headers
 FROM deliveries AS d
-JOIN (SELECT id, sum(body_bytes) OVER (ORDER BY id) - body_bytes AS before
+JOIN (SELECT id, body_bytes, sum(body_bytes) OVER (ORDER BY id) AS upto
       FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))) AS w ON w.id = d.id
-WHERE w.before < ?2
+WHERE w.upto <= ?2 OR w.upto = w.body_bytes
 ORDER BY d.id`;
 
 interface StoredDelivery {

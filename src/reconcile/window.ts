@@ -62,15 +62,19 @@ async function sendSnapshots(env: Env, runId: string, snapshots: ResourceSnapsho
 	if (batch.length > 0) await env.EVENTS.sendBatch(batch);
 }
 
-/** One page: the drifted orders, found with one D1 query whatever the page size. */
-async function drifted(db: D1Database, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
+/**
+ * One page: the drifted orders, found with one D1 query whatever the page size. Versions are
+ * looked up by (wallet, id): an order id is unique only within its wallet (docs/providers.md 1.4).
+ */
+async function drifted(db: D1Database, wallet: string, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
 	if (items.length === 0) return [];
 	const { results } = await db
 		.prepare(
 			`SELECT id, version FROM resources
-       WHERE provider = 'bloobank' AND type = 'payment_order' AND id IN (SELECT value FROM json_each(?1))`,
+       WHERE provider = 'bloobank' AND type = 'payment_order' AND wallet = ?2
+         AND id IN (SELECT value FROM json_each(?1))`,
 		)
-		.bind(JSON.stringify(items.map((i) => i.id)))
+		.bind(JSON.stringify(items.map((i) => i.id)), wallet)
 		.all<{ id: string; version: number }>();
 	const local = new Map(results.map((r) => [r.id, r.version]));
 	return items.filter((i) => {
@@ -145,7 +149,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 				else if (p.errors.length < 5) p.errors.push("an item of the list is not a payment order");
 			}
 			p.seen += res.value.items.length;
-			const repair = await drifted(db, snapshots);
+			const repair = await drifted(db, job.wallet, snapshots);
 			await sendSnapshots(env, job.runId, repair);
 			p.repaired += repair.length;
 			p.token = res.value.nextPageToken;
