@@ -51,7 +51,7 @@ export default defineConfig(async () => {
 		test: {
 			setupFiles: ["./test/setup.ts"],
 			// The Worker's structured log lines are asserted on where they matter; keep CI output readable.
-			onConsoleLog: (line: string) => !line.startsWith('{"level":'),
+			onConsoleLog: (line: string) => process.env.SHOW_LOGS === "1" || !line.startsWith('{"level":'),
 		},
 	};
 });

@@ -4,8 +4,8 @@
  * message consumer on the same seeded deliveries. Not part of the deployed Worker.
  */
 import { consumeEvents } from "../src/apply/consumer";
-import { effectsFor } from "../src/effects/rules";
 import { type Env, getConfig } from "../src/env";
+import { effectsFor } from "../src/providers";
 import { bloobank } from "../src/providers/bloobank";
 import type { QueueMessage } from "../src/queue/messages";
 import { QUEUE_NAMES } from "../src/queue/messages";
@@ -71,8 +71,8 @@ async function naiveConsume(batch: MessageBatch<QueueMessage>, env: Env): Promis
 		await db
 			.prepare(
 				`INSERT INTO resources (provider, type, id, wallet, version, status, data, updated_at, source)
-         VALUES ('bloobank', ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'webhook')
-         ON CONFLICT (provider, type, id) DO UPDATE SET version = excluded.version, status = excluded.status,
+         VALUES ('bloobank', ?1, ?2, coalesce(?3, ''), ?4, ?5, ?6, ?7, 'webhook')
+         ON CONFLICT (provider, type, wallet, id) DO UPDATE SET version = excluded.version, status = excluded.status,
            data = excluded.data, updated_at = excluded.updated_at WHERE excluded.version > resources.version`,
 			)
 			.bind(r.type, r.id, r.wallet, r.version, r.status, JSON.stringify(r.data), Date.now())
@@ -81,13 +81,13 @@ async function naiveConsume(batch: MessageBatch<QueueMessage>, env: Env): Promis
 			.prepare("UPDATE deliveries SET status = 'processed', processed_at = ?2 WHERE id = ?1")
 			.bind(m.body.deliveryId, Date.now())
 			.run();
-		for (const e of effectsFor("bloobank", r)) {
+		for (const e of effectsFor(bloobank, r)) {
 			const ins = await db
 				.prepare(
-					`INSERT INTO effects (provider, resource_type, resource_id, kind, status, payload, created_at)
-           VALUES ('bloobank', ?1, ?2, ?3, 'pending', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id`,
+					`INSERT INTO effects (provider, resource_type, resource_wallet, resource_id, kind, status, payload, created_at)
+           VALUES ('bloobank', ?1, coalesce(?6, ''), ?2, ?3, 'pending', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id`,
 				)
-				.bind(r.type, r.id, e.kind, JSON.stringify(e.payload), Date.now())
+				.bind(r.type, r.id, e.kind, JSON.stringify(e.payload), Date.now(), r.wallet)
 				.first<{ id: number }>();
 			if (!ins) continue;
 			if (e.kind === "settled") {
@@ -125,7 +125,7 @@ export default {
 				const db = new CountingD1(env.DB);
 				const benchEnv = { ...env, DB: db.asD1() };
 				const start = performance.now();
-				if (mode === "batched") await consumeEvents(fakeBatch(rows), benchEnv, getConfig(benchEnv));
+				if (mode === "batched") await consumeEvents(fakeBatch(rows), benchEnv);
 				else await naiveConsume(fakeBatch(rows), benchEnv);
 				elapsed += performance.now() - start;
 				roundTrips += db.roundTrips;

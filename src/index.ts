@@ -2,7 +2,7 @@
 import { createApp } from "./app";
 import { consumeDeadLetters, consumeEvents } from "./apply/consumer";
 import { DAILY_RECONCILE_CRON } from "./cron";
-import { type Env, getConfig, reconcileEnabled } from "./env";
+import { type Config, ConfigError, type Env, getConfig, reconcileEnabled } from "./env";
 import { log } from "./log";
 import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "./queue/messages";
 import { consumeReconcileDeadLetters } from "./reconcile/dead-letters";
@@ -19,7 +19,7 @@ export default {
 	async queue(batch, env, _ctx) {
 		switch (batch.queue) {
 			case QUEUE_NAMES.events:
-				return consumeEvents(batch as MessageBatch<QueueMessage>, env, getConfig(env));
+				return consumeEvents(batch as MessageBatch<QueueMessage>, env);
 			// Needs no configuration, so a broken variable cannot make dead letters pile up unrecorded.
 			case QUEUE_NAMES.eventsDeadLetter:
 				return consumeDeadLetters(batch as MessageBatch<QueueMessage>, env);
@@ -42,6 +42,15 @@ export default {
 			else log("info", "reconcile_off", { reason: "BLOOBANK_WALLETS is empty" });
 			return;
 		}
-		await sweep(env, getConfig(env), controller.scheduledTime);
+		let config: Config;
+		try {
+			config = getConfig(env);
+		} catch (err) {
+			if (!(err instanceof ConfigError)) throw err;
+			// Nothing the sweep would re-send can be applied until this is fixed; say so every tick.
+			log("error", "config_error", { variable: err.variable, error: err.message });
+			return;
+		}
+		await sweep(env, config, controller.scheduledTime);
 	},
 } satisfies ExportedHandler<Env, QueueMessage | ReconcileJob>;

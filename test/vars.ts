@@ -6,7 +6,10 @@ export const TEST_SECRETS = {
 	],
 	bold: ["bold-test-current-0123456789abcdef", "bold-test-previous-fedcba9876543210"],
 	pazy: ["pazy-test-current-0123456789abcdef", "pazy-test-previous-fedcba9876543210"],
-	standard: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_cHJldmlvdXMtc3RhbmRhcmQtc2VjcmV0LTMyYnl0ZXM="],
+	standard: [
+		"whsec_Y3VycmVudC1zdGFuZGFyZC10ZXN0LXNlY3JldC0zMmI=",
+		"whsec_cHJldmlvdXMtc3RhbmRhcmQtc2VjcmV0LTMyYnl0ZXM=",
+	],
 } as const;
 
 /**

@@ -1,4 +1,4 @@
-/** The admin API (DESIGN.md): JSON only, every list `{ items, nextCursor }`. */
+/** The admin API (docs/design.md): JSON only, every list `{ items, nextCursor }`. */
 import { Hono } from "hono";
 import type { AppEnv } from "../app";
 import { PROVIDER_NAMES } from "../env";
@@ -73,8 +73,16 @@ export function adminRoutes(): Hono<AppEnv> {
 	});
 
 	app.get("/resources/:provider/:type/:id", async (c) => {
-		const r = await getResource(c.env.DB, c.req.param("provider"), c.req.param("type"), c.req.param("id"));
-		return r ? c.json(r) : c.json(bad("not found"), 404);
+		const { provider, type, id } = c.req.param();
+		const r = await getResource(c.env.DB, provider, type, id, c.req.query("wallet") ?? null);
+		switch (r.found) {
+			case "one":
+				return c.json(r.resource);
+			case "ambiguous":
+				return c.json({ error: "ambiguous", wallets: r.wallets }, 409);
+			case "none":
+				return c.json(bad("not found"), 404);
+		}
 	});
 
 	app.get("/effects", async (c) => {

@@ -111,33 +111,57 @@ export async function listRejections(db: D1Database, below: number, limit: numbe
 	);
 }
 
-export async function getResource(db: D1Database, provider: string, type: string, id: string) {
-	const r = await db
-		.prepare(
-			"SELECT provider, type, id, status, version, data, updated_at, source FROM resources WHERE provider = ?1 AND type = ?2 AND id = ?3",
-		)
-		.bind(provider, type, id)
-		.first<{
-			provider: string;
-			type: string;
-			id: string;
-			status: string;
-			version: number;
-			data: string;
-			updated_at: number;
-			source: string;
-		}>();
-	if (!r) return null;
+interface ResourceRow {
+	provider: string;
+	type: string;
+	wallet: string;
+	id: string;
+	status: string;
+	version: number;
+	data: string;
+	updated_at: number;
+	source: string;
+}
+
+export type ResourceLookup =
+	| { found: "one"; resource: ReturnType<typeof resourceItem> }
+	| { found: "ambiguous"; wallets: string[] }
+	| { found: "none" };
+
+function resourceItem(r: ResourceRow) {
 	return {
 		provider: r.provider,
 		type: r.type,
 		id: r.id,
+		// A BlooBank order's id is unique only within its wallet (docs/providers.md 1.4).
+		wallet: r.wallet === "" ? null : r.wallet,
 		status: r.status,
 		version: r.version,
 		data: JSON.parse(r.data) as unknown,
 		updatedAt: iso(r.updated_at),
 		source: r.source,
 	};
+}
+
+/** With `wallet`, that wallet's resource; without, the one resource of that id or the wallets holding it. */
+export async function getResource(
+	db: D1Database,
+	provider: string,
+	type: string,
+	id: string,
+	wallet: string | null,
+): Promise<ResourceLookup> {
+	const { results } = await db
+		.prepare(
+			`SELECT provider, type, wallet, id, status, version, data, updated_at, source FROM resources
+       WHERE provider = ?1 AND type = ?2 AND id = ?3 AND (?4 IS NULL OR wallet = ?4) ORDER BY wallet LIMIT 21`,
+		)
+		.bind(provider, type, id, wallet)
+		.all<ResourceRow>();
+	const [first] = results;
+	if (!first) return { found: "none" };
+	if (results.length > 1) return { found: "ambiguous", wallets: results.map((r) => r.wallet) };
+	return { found: "one", resource: resourceItem(first) };
 }
 
 interface EffectRow {

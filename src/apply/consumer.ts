@@ -1,19 +1,20 @@
 /**
  * The EVENTS consumer: turns a batch of pointers and snapshots into ordered state and
- * first-observation effects in at most three D1 round trips:
- *   1. load the raw deliveries the pointers name (one query);
+ * first-observation effects in at most three D1 round trips per chunk:
+ *   1. load the raw deliveries the pointers name, up to MAX_CHUNK_BODY_BYTES of bodies;
  *   2. one batch: monotonic upserts, delivery outcomes, effect rows, effect claims;
  *   3. one batch: execute the claimed effects and mark them done.
- * A failure in 1 or 2 retries every message with backoff (nothing was committed); effects that
- * fail in 3 stay pending for the sweep, since the state they follow is already committed.
+ * A batch whose bodies fit in one chunk (the usual case) is one chunk. A failure in 1 or 2
+ * retries every message not yet applied, with backoff (nothing of theirs was committed); effects
+ * that fail in 3 stay pending for the sweep, since the state they follow is already committed.
  */
 
 import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effects/executor";
-import { effectsFor } from "../effects/rules";
-import type { Config, Env } from "../env";
+import { type Config, ConfigError, type Env, getConfig } from "../env";
 import { errorMessage, log } from "../log";
-import { getProvider, storedHeaders } from "../providers";
-import type { QueueMessage } from "../queue/messages";
+import { effectsFor, getProvider, storedHeaders } from "../providers";
+import type { Provider, ResourceSnapshot } from "../providers/types";
+import type { DeliveryMessage, QueueMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
 import {
 	type ApplyRow,
@@ -24,8 +25,24 @@ import {
 	MARK_APPLIED,
 	MARK_FAILED,
 	MARK_IGNORED,
+	sortedKeys,
 	UPSERT_RESOURCES,
 } from "./statements";
+
+/**
+ * The most raw-body bytes one chunk loads into the isolate (128 MB of memory): a batch of 100
+ * deliveries near the 1 MiB body cap is applied in chunks instead of all at once.
+ */
+export const MAX_CHUNK_BODY_BYTES = 16 * 1024 * 1024;
+
+/** Loads stored deliveries in id order while their bodies total at most `?2` bytes (always at least one). */
+const LOAD_CHUNK = `
+SELECT d.id, d.provider, d.raw_body, d.headers
+FROM deliveries AS d
+JOIN (SELECT id, body_bytes, sum(body_bytes) OVER (ORDER BY id) AS upto
+      FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))) AS w ON w.id = d.id
+WHERE w.upto <= ?2 OR w.upto = w.body_bytes
+ORDER BY d.id`;
 
 interface StoredDelivery {
 	id: number;
@@ -53,15 +70,26 @@ export function planBatch(
 	config: Config,
 ): ApplyPlan {
 	const plan: ApplyPlan = { rows: [], effects: [], ignored: [], failed: [] };
-	const add = (row: ApplyRow) => {
+	const add = (provider: Provider, resource: ResourceSnapshot, ref: number | null, source: ApplyRow["source"]) => {
+		const row: ApplyRow = {
+			ref,
+			provider: provider.name,
+			...resource,
+			data: sortedKeys(resource.data),
+			source,
+			rank: provider.statusRank(resource.status),
+		};
 		plan.rows.push(row);
-		for (const seed of effectsFor(row.provider, row)) {
-			plan.effects.push({ provider: row.provider, type: row.type, id: row.id, version: row.version, ...seed });
+		for (const seed of effectsFor(provider, row)) {
+			const { type, wallet, id, version, status } = row;
+			plan.effects.push({ provider: row.provider, type, wallet, id, version, status, ...seed });
 		}
 	};
 	for (const m of messages) {
 		if (m.kind === "snapshot") {
-			add({ ref: null, provider: m.provider, ...m.resource, source: "reconcile" });
+			const provider = getProvider(m.provider);
+			if (provider) add(provider, m.resource, null, "reconcile");
+			else log("error", "snapshot_of_unknown_provider", { provider: m.provider });
 			continue;
 		}
 		const d = stored.get(m.deliveryId);
@@ -83,7 +111,7 @@ export function planBatch(
 		} else if (parsed.event.resource === null) {
 			plan.ignored.push(d.id);
 		} else {
-			add({ ref: d.id, provider: provider.name, ...parsed.event.resource, source: "webhook" });
+			add(provider, parsed.event.resource, d.id, "webhook");
 		}
 	}
 	return plan;
@@ -99,19 +127,28 @@ function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1Prepa
 		MARK_APPLIED,
 		plan.rows
 			.filter((r) => r.ref !== null)
-			.map(({ ref, provider, type, id, version }) => ({ ref, provider, type, id, version })),
+			.map(({ ref, provider, type, wallet, id, version, status, data }) => ({
+				ref,
+				provider,
+				type,
+				wallet,
+				id,
+				version,
+				status,
+				data,
+			})),
 	);
 	each(INSERT_EFFECTS, plan.effects);
 	each(MARK_IGNORED, plan.ignored);
 	each(MARK_FAILED, plan.failed);
-	const keys = plan.rows.map(({ provider, type, id }) => ({ provider, type, id }));
+	const keys = plan.rows.map(({ provider, type, wallet, id }) => ({ provider, type, wallet, id }));
 	for (const chunk of jsonChunks(keys)) {
 		s.push(db.prepare(CLAIM_EFFECTS).bind(chunk, nowMs + EFFECT_CLAIM_MS, nowMs));
 	}
 	return s;
 }
 
-export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env, config: Config): Promise<void> {
+export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
 	const nowMs = Date.now();
 	const work: Message<QueueMessage>[] = [];
 	for (const m of batch.messages) {
@@ -124,48 +161,93 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env,
 	}
 	if (work.length === 0) return;
 
-	let claimed: ClaimedEffectRow[];
+	let config: Config;
 	try {
-		const ids = work.flatMap((m) => (m.body.kind === "delivery" ? [m.body.deliveryId] : []));
-		const stored = new Map<number, StoredDelivery>();
-		if (ids.length > 0) {
-			const { results } = await env.DB.prepare(
-				"SELECT id, provider, raw_body, headers FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))",
-			)
-				.bind(JSON.stringify(ids))
-				.all<StoredDelivery>();
-			for (const r of results) stored.set(r.id, r);
-		}
-		const plan = planBatch(
-			work.map((m) => m.body),
-			stored,
-			config,
-		);
-		const statements = planStatements(env.DB, plan, nowMs);
-		const results = statements.length > 0 ? await env.DB.batch<ClaimedEffectRow>(statements) : [];
-		// Only the claim statements return rows.
-		claimed = results.flatMap((r) => r.results ?? []);
-		log("info", "batch_applied", {
-			messages: work.length,
-			applied: plan.rows.length,
-			ignored: plan.ignored.length,
-			failed: plan.failed.length,
-			effects: claimed.length,
-		});
+		config = getConfig(env);
 	} catch (err) {
-		const error = errorMessage(err);
-		log("error", "batch_apply_failed", { messages: work.length, error });
-		for (const m of work) m.retry({ delaySeconds: retryDelaySeconds(m.attempts) });
-		await recordTransientError(env.DB, work, error);
+		if (!(err instanceof ConfigError)) throw err;
+		await holdForConfiguration(env.DB, work, err);
 		return;
 	}
-	for (const m of work) m.ack();
 
+	// Snapshots go with the first chunk; pointers follow the id order their rows are loaded in.
+	let first = true;
+	let remaining = work.filter((m) => m.body.kind === "delivery");
+	const snapshots = work.filter((m) => m.body.kind === "snapshot");
+	while (first || remaining.length > 0) {
+		const ids = remaining.map((m) => (m.body as DeliveryMessage).deliveryId);
+		let chunk: Message<QueueMessage>[];
+		let claimed: ClaimedEffectRow[];
+		try {
+			const stored = new Map<number, StoredDelivery>();
+			if (ids.length > 0) {
+				const { results } = await env.DB.prepare(LOAD_CHUNK)
+					.bind(JSON.stringify(ids), MAX_CHUNK_BODY_BYTES)
+					.all<StoredDelivery>();
+				for (const r of results) stored.set(r.id, r);
+			}
+			// Every pointer up to the last loaded id is in this chunk (missing ones: pruned rows).
+			const lastId = stored.size === 0 ? Number.POSITIVE_INFINITY : Math.max(...stored.keys());
+			chunk = [
+				...(first ? snapshots : []),
+				...remaining.filter((m) => (m.body as DeliveryMessage).deliveryId <= lastId),
+			];
+			const plan = planBatch(
+				chunk.map((m) => m.body),
+				stored,
+				config,
+			);
+			const statements = planStatements(env.DB, plan, nowMs);
+			const results = statements.length > 0 ? await env.DB.batch<ClaimedEffectRow>(statements) : [];
+			// Only the claim statements return rows.
+			claimed = results.flatMap((r) => r.results ?? []);
+			remaining = remaining.filter((m) => (m.body as DeliveryMessage).deliveryId > lastId);
+			first = false;
+			log("info", "batch_applied", {
+				messages: chunk.length,
+				applied: plan.rows.length,
+				ignored: plan.ignored.length,
+				failed: plan.failed.length,
+				effects: claimed.length,
+			});
+		} catch (err) {
+			const error = errorMessage(err);
+			const unapplied = [...(first ? snapshots : []), ...remaining];
+			log("error", "batch_apply_failed", { messages: unapplied.length, error });
+			for (const m of unapplied) m.retry({ delaySeconds: retryDelaySeconds(m.attempts) });
+			await recordTransientError(env.DB, unapplied, error);
+			return;
+		}
+		for (const m of chunk) m.ack();
+
+		try {
+			await executeEffects(env, config, claimed, nowMs);
+		} catch (err) {
+			// Committed state; the effects stay pending and the sweep runs them once the claim lapses.
+			log("error", "effects_execution_failed", { effects: claimed.length, error: errorMessage(err) });
+		}
+	}
+}
+
+/**
+ * The configuration the consumer reads (no webhook secret is in it) does not parse. Dead-lettering
+ * would turn our typo into failed deliveries, so nothing is retried into the DLQ: pointers are
+ * acked and their rows stay `enqueued` with the error noted, for the sweep to re-send once the
+ * configuration is fixed (it sends nothing while it is broken, and alerts); snapshots, which have
+ * no row, are retried with the longest delay (docs/design.md, configuration).
+ */
+export const CONFIG_ERROR_RETRY_SECONDS = 3_600;
+
+async function holdForConfiguration(db: D1Database, work: readonly Message<QueueMessage>[], err: ConfigError) {
+	log("error", "config_error", { variable: err.variable, messages: work.length });
+	const error = `configuration error: ${err.variable}`;
 	try {
-		await executeEffects(env, config, claimed, nowMs);
-	} catch (err) {
-		// Committed state; the effects stay pending and the sweep runs them once the claim lapses.
-		log("error", "effects_execution_failed", { effects: claimed.length, error: errorMessage(err) });
+		await recordTransientError(db, work, error);
+	} finally {
+		for (const m of work) {
+			if (m.body.kind === "delivery") m.ack();
+			else m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+		}
 	}
 }
 

@@ -3,7 +3,7 @@ import type { ProviderName } from "../env";
 import type { ResourceSnapshot } from "../providers/types";
 
 /**
- * The single writer of resource state (DESIGN invariant 7). Every statement takes its rows as
+ * The single writer of resource state (docs/design.md invariant 7). Every statement takes its rows as
  * one JSON array bound to one parameter (`json_each`), so a batch of any size stays within D1's
  * 100-bound-parameter limit, and the whole set is one `batch()`: one transaction, one round trip.
  */
@@ -13,41 +13,66 @@ export interface ApplyRow extends ResourceSnapshot {
 	ref: number | null;
 	provider: ProviderName;
 	source: "webhook" | "reconcile";
+	/** The provider's rank of `status`: decides a tie of equal versions. */
+	rank: number;
 }
 
 export interface EffectRow {
 	provider: string;
 	type: string;
+	wallet: string | null;
 	id: string;
 	version: number;
+	status: string;
 	kind: string;
 	payload: unknown;
 }
 
 /**
- * Invariant 5, in SQL: the stored row changes only when the incoming version is greater.
- * Rows for the same resource are applied in array order, each against the result of the last,
- * so a batch ends at its highest version whatever the order of its messages.
+ * The same value with object keys in sorted order, so that equal content is equal text in D1
+ * whatever key order the sender or the list API used (a tie compares stored content).
+ */
+export function sortedKeys(value: unknown): unknown {
+	if (Array.isArray(value)) return value.map(sortedKeys);
+	if (typeof value !== "object" || value === null) return value;
+	const out: Record<string, unknown> = {};
+	for (const key of Object.keys(value).sort()) out[key] = sortedKeys((value as Record<string, unknown>)[key]);
+	return out;
+}
+
+/**
+ * Invariant 5, in SQL: the stored row changes only when the incoming version is greater, or
+ * equal with a higher status rank (a final status beats a non-final one: docs/design.md,
+ * statuses). A resource is keyed by (provider, type, wallet, id); wallet "" where the sender has
+ * no scope. Rows for the same resource are applied in array order, each against the result of
+ * the last, so a batch ends at its highest version whatever the order of its messages.
  */
 export const UPSERT_RESOURCES = `
-INSERT INTO resources (provider, type, id, wallet, version, status, data, updated_at, source)
-SELECT value->>'provider', value->>'type', value->>'id', value->>'wallet', value->>'version',
-       value->>'status', value->'data', ?2, value->>'source'
+INSERT INTO resources (provider, type, wallet, id, version, status, status_rank, data, updated_at, source)
+SELECT value->>'provider', value->>'type', coalesce(value->>'wallet', ''), value->>'id', value->>'version',
+       value->>'status', value->>'rank', value->'data', ?2, value->>'source'
 FROM json_each(?1) WHERE true
-ON CONFLICT (provider, type, id) DO UPDATE SET
-  wallet = excluded.wallet, version = excluded.version, status = excluded.status, data = excluded.data,
+ON CONFLICT (provider, type, wallet, id) DO UPDATE SET
+  version = excluded.version, status = excluded.status, status_rank = excluded.status_rank, data = excluded.data,
   updated_at = excluded.updated_at, source = excluded.source
-WHERE excluded.version > resources.version`;
+WHERE excluded.version > resources.version
+   OR (excluded.version = resources.version AND excluded.status_rank > resources.status_rank)`;
 
-/** A delivery is `processed` when the state now holds its version, `stale` when it holds a newer one. */
+/**
+ * A delivery is `processed` only when the state now holds what it carried (version, status and
+ * content); otherwise `stale`, with note `same_version` when it lost a tie (docs/design.md, statuses).
+ */
 export const MARK_APPLIED = `
 UPDATE deliveries SET
-  status = CASE WHEN r.version > j.version THEN 'stale' ELSE 'processed' END,
+  status = CASE WHEN r.version = j.version AND r.status = j.status AND r.data = j.data THEN 'processed' ELSE 'stale' END,
+  note = CASE WHEN r.version = j.version AND NOT (r.status = j.status AND r.data = j.data) THEN 'same_version'
+    ELSE deliveries.note END,
   status_at = ?2, processed_at = ?2, attempts = attempts + 1, last_error = NULL, send_token = NULL
 FROM (SELECT value->>'ref' AS ref, value->>'provider' AS provider, value->>'type' AS type,
-             value->>'id' AS rid, value->>'version' AS version
+             coalesce(value->>'wallet', '') AS wallet, value->>'id' AS rid, value->>'version' AS version,
+             value->>'status' AS status, value->'data' AS data
       FROM json_each(?1)) AS j
-JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.id = j.rid
+JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
 WHERE deliveries.id = j.ref`;
 
 /**
@@ -55,21 +80,23 @@ WHERE deliveries.id = j.ref`;
  * in the same transaction as the state change.
  */
 export const INSERT_EFFECTS = `
-INSERT INTO effects (provider, resource_type, resource_id, kind, status, payload, created_at)
-SELECT j.provider, j.type, j.rid, j.kind, 'pending', j.payload, ?2
-FROM (SELECT value->>'provider' AS provider, value->>'type' AS type, value->>'id' AS rid,
-             value->>'version' AS version, value->>'kind' AS kind, value->'payload' AS payload
+INSERT INTO effects (provider, resource_type, resource_wallet, resource_id, kind, status, payload, created_at)
+SELECT j.provider, j.type, j.wallet, j.rid, j.kind, 'pending', j.payload, ?2
+FROM (SELECT value->>'provider' AS provider, value->>'type' AS type, coalesce(value->>'wallet', '') AS wallet,
+             value->>'id' AS rid, value->>'version' AS version, value->>'status' AS status,
+             value->>'kind' AS kind, value->'payload' AS payload
       FROM json_each(?1)) AS j
-JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.id = j.rid AND r.version = j.version
+JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
+  AND r.version = j.version AND r.status = j.status
 WHERE true
-ON CONFLICT (provider, resource_type, resource_id, kind) DO NOTHING`;
+ON CONFLICT (provider, resource_type, resource_wallet, resource_id, kind) DO NOTHING`;
 
 /** Claims the pending effects of the touched resources for execution right after commit. */
 export const CLAIM_EFFECTS = `
 UPDATE effects SET claimed_until = ?2
 WHERE status = 'pending' AND claimed_until <= ?3
-  AND (provider, resource_type, resource_id) IN
-      (SELECT value->>'provider', value->>'type', value->>'id' FROM json_each(?1))
+  AND (provider, resource_type, resource_wallet, resource_id) IN
+      (SELECT value->>'provider', value->>'type', coalesce(value->>'wallet', ''), value->>'id' FROM json_each(?1))
 RETURNING ${CLAIMED_EFFECT_COLUMNS}`;
 
 export const MARK_IGNORED = `

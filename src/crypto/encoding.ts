@@ -48,3 +48,13 @@ export function bytesToBase64(bytes: Uint8Array): string {
 	for (const b of bytes) bin += String.fromCharCode(b);
 	return btoa(bin);
 }
+
+/**
+ * Base64 as people paste it: padded or not, standard or URL-safe alphabet (docs/providers.md
+ * 1.2). Still strict about everything else: a stray character or an impossible length is null.
+ */
+export function base64ToBytesLenient(text: string): Uint8Array | null {
+	const s = text.trim().replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "");
+	if (!/^[A-Za-z0-9+/]*$/.test(s) || s.length % 4 === 1) return null;
+	return base64ToBytes(s.padEnd(s.length + ((4 - (s.length % 4)) % 4), "="));
+}

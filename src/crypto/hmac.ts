@@ -1,6 +1,5 @@
 /**
- * HMAC-SHA256 over WebCrypto. Verification goes through `crypto.subtle.verify`, which compares in
- * constant time; we never compare MACs with `===`.
+ * HMAC-SHA256 over WebCrypto. MACs are compared with `crypto.subtle.timingSafeEqual`, never `===`.
  */
 
 // Resolved keys only, never pending promises: a Worker must not await a promise another
@@ -19,26 +18,36 @@ async function hmacKey(keyBytes: Uint8Array): Promise<CryptoKey> {
 	const id = cacheId(keyBytes);
 	const cached = keyCache.get(id);
 	if (cached) return cached;
-	const key = await crypto.subtle.importKey("raw", keyBytes, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+	const key = await crypto.subtle.importKey("raw", keyBytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 	if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
 	keyCache.set(id, key);
 	return key;
 }
 
-/** True when any candidate MAC verifies under any key (rotation: several secrets, several signatures). */
+/** HMAC-SHA256 computations since the isolate started: tests assert the per-request count. */
+export const hmacCounter = { count: 0 };
+
+/**
+ * True when any candidate equals the MAC of `data` under any key (rotation: several secrets,
+ * several signatures). Each key's MAC is computed once, whatever the number of candidates, and
+ * every comparison is constant-time (docs/providers.md 1.2).
+ */
 export async function verifyAnyHmacSha256(
 	keys: readonly Uint8Array[],
 	data: Uint8Array,
 	candidates: readonly Uint8Array[],
 ): Promise<boolean> {
+	const usable = candidates.filter((mac) => mac.byteLength === 32);
+	if (usable.length === 0) return false;
+	let match = false;
 	for (const keyBytes of keys) {
 		const key = await hmacKey(keyBytes);
-		for (const mac of candidates) {
-			if (mac.byteLength !== 32) continue;
-			if (await crypto.subtle.verify("HMAC", key, mac, data)) return true;
-		}
+		hmacCounter.count++;
+		const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, data));
+		// No early exit: the time spent does not say which candidate or key matched.
+		for (const candidate of usable) if (crypto.subtle.timingSafeEqual(mac, candidate)) match = true;
 	}
-	return false;
+	return match;
 }
 
 /** Constant-time string comparison for bearer and path tokens. */

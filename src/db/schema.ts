@@ -24,13 +24,13 @@ export const deliveries = sqliteTable(
 		providerAttempt: integer("provider_attempt"),
 		/** The sender's attempt id where it has one (Bold attemptId), for audit. */
 		attemptRef: text("attempt_ref"),
-		/** A second dedupe key some senders need (Pazy: one payment transition per paymentId). */
-		dedupeKey: text("dedupe_key"),
 		/** The few non-secret headers the provider's parse() reads (JSON), so re-parsing matches ingress. */
 		headers: text("headers"),
 		/** Why a delivery was ignored (event not modelled, unsupported version). */
 		note: text("note"),
 		resourceType: text("resource_type"),
+		/** The resource's scope where ids are unique only within one (BlooBank: the wallet); "" elsewhere. */
+		resourceWallet: text("resource_wallet"),
 		resourceId: text("resource_id"),
 		resourceVersion: integer("resource_version"),
 		receivedAt: integer("received_at").notNull(),
@@ -50,29 +50,34 @@ export const deliveries = sqliteTable(
 	},
 	(t) => [
 		uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
-		uniqueIndex("deliveries_provider_dedupe_key").on(t.provider, t.dedupeKey),
 		index("deliveries_status_status_at").on(t.status, t.statusAt),
 		index("deliveries_received_at").on(t.receivedAt),
-		index("deliveries_resource").on(t.provider, t.resourceType, t.resourceId),
+		index("deliveries_resource").on(t.provider, t.resourceType, t.resourceWallet, t.resourceId),
 	],
 );
 
-/** The local mirror of provider state. Only src/apply writes it (one writer). */
+/**
+ * The local mirror of provider state. Only src/apply writes it (one writer). A resource is keyed
+ * by (provider, type, wallet, id): BlooBank order ids are unique only within a wallet
+ * (docs/providers.md 1.4); senders without such a scope use wallet "".
+ */
 export const resources = sqliteTable(
 	"resources",
 	{
 		provider: text("provider").notNull(),
 		type: text("type").notNull(),
 		id: text("id").notNull(),
-		wallet: text("wallet"),
+		wallet: text("wallet").notNull().default(""),
 		version: integer("version").notNull(),
 		status: text("status").notNull(),
+		/** The provider's rank of `status`: decides a tie of equal versions (docs/design.md, statuses). */
+		statusRank: integer("status_rank").notNull().default(0),
 		data: text("data").notNull(),
 		updatedAt: integer("updated_at").notNull(),
 		/** webhook | reconcile */
 		source: text("source").notNull(),
 	},
-	(t) => [primaryKey({ columns: [t.provider, t.type, t.id] }), index("resources_updated_at").on(t.updatedAt)],
+	(t) => [primaryKey({ columns: [t.provider, t.type, t.wallet, t.id] }), index("resources_updated_at").on(t.updatedAt)],
 );
 
 /**
@@ -85,9 +90,10 @@ export const effects = sqliteTable(
 		id: integer("id").primaryKey({ autoIncrement: true }),
 		provider: text("provider").notNull(),
 		resourceType: text("resource_type").notNull(),
+		resourceWallet: text("resource_wallet").notNull().default(""),
 		resourceId: text("resource_id").notNull(),
 		kind: text("kind").notNull(),
-		/** pending | done */
+		/** pending | done | failed */
 		status: text("status").notNull(),
 		/** JSON snapshot of the resource as first observed. */
 		payload: text("payload").notNull(),
@@ -99,7 +105,7 @@ export const effects = sqliteTable(
 		doneAt: integer("done_at"),
 	},
 	(t) => [
-		uniqueIndex("effects_resource_kind").on(t.provider, t.resourceType, t.resourceId, t.kind),
+		uniqueIndex("effects_resource_kind").on(t.provider, t.resourceType, t.resourceWallet, t.resourceId, t.kind),
 		index("effects_status_claimed").on(t.status, t.claimedUntil),
 	],
 );

@@ -1,6 +1,8 @@
 /**
- * Which side effects a resource state implies (PROVIDERS 1.4, BlooBank's replay-safety table).
- * The outbox keeps one row per (resource, kind), so each fires on first observation only.
+ * Which side effects a resource state implies (docs/providers.md 1.4). Rules are declared per
+ * (provider, resource type) in the provider's file (`effects`); the template declares BlooBank's
+ * payment orders only, so no other sender can fire these or move the settled totals
+ * (docs/design.md, effects). The outbox keeps one row per (resource, kind): first observation only.
  */
 import type { ProviderName } from "../env";
 import type { ResourceSnapshot } from "../providers/types";
@@ -33,10 +35,10 @@ function field<T>(data: unknown, key: string, check: (v: unknown) => v is T): T 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v);
 const isString = (v: unknown): v is string => typeof v === "string";
 
-export function effectsFor(provider: ProviderName, r: ResourceSnapshot): EffectSeed[] {
-	if (r.type !== "payment_order") return [];
+/** BlooBank payment orders (declared in src/providers/bloobank.ts). */
+export function paymentOrderEffects(r: ResourceSnapshot): EffectSeed[] {
 	const payload: EffectPayload = {
-		provider,
+		provider: "bloobank",
 		type: r.type,
 		id: r.id,
 		wallet: r.wallet,
@@ -48,7 +50,7 @@ export function effectsFor(provider: ProviderName, r: ResourceSnapshot): EffectS
 	};
 	switch (r.status) {
 		case "SUCCESS":
-		// REFUNDED only ever follows SUCCESS (PROVIDERS 1.4): an order first seen refunded (its
+		// REFUNDED only ever follows SUCCESS (docs/providers.md 1.4): an order first seen refunded (its
 		// SUCCESS event late or lost) was still settled once. This keeps totals independent of the
 		// order in which events arrive.
 		case "REFUNDED":

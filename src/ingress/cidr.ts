@@ -71,9 +71,22 @@ export function parseCidr(text: string): Cidr | null {
 	return { version: ip.version, prefix, network: ip.value & mask(ip.version, prefix) };
 }
 
-/** True when `ip` falls inside any entry. An unparseable address matches nothing. */
+const V4_MAPPED_PREFIX = 0xffffn << 32n;
+
+/**
+ * True when `ip` falls inside any entry. An unparseable address matches nothing. An IPv4-mapped
+ * IPv6 address (::ffff:a.b.c.d) is the IPv4 address it carries, so IPv4 rules match it.
+ */
 export function ipAllowed(ip: string, list: readonly Cidr[]): boolean {
 	const parsed = parseIp(ip);
 	if (!parsed) return false;
+	if (parsed.version === 6 && parsed.value >> 32n === 0xffffn) {
+		const v4 = { version: 4 as const, value: parsed.value - V4_MAPPED_PREFIX };
+		if (matches(v4, list)) return true;
+	}
+	return matches(parsed, list);
+}
+
+function matches(parsed: { version: 4 | 6; value: bigint }, list: readonly Cidr[]): boolean {
 	return list.some((c) => c.version === parsed.version && (parsed.value & mask(c.version, c.prefix)) === c.network);
 }

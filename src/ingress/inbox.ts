@@ -1,17 +1,28 @@
 /**
  * The inbox: the one D1 statement that makes a delivery durable and tells new from duplicate
- * (DESIGN invariants 2-4), and the bookkeeping around sending its pointer to the queue. The
- * statement goes to D1 in one round trip, alone or batched with earlier requests' marks.
+ * (docs/design.md invariants 2-4), and the bookkeeping around sending its pointer to the queue.
+ * The statement goes to D1 in one round trip, alone or batched with earlier requests' marks.
  *
  * Who sends a row to the queue is decided by a send token written in the same statement: the
  * inserter holds it; a duplicate takes it over only if the row is still `received` and the token
  * is free or older than SEND_LEASE_MS (its holder crashed or its send failed). So twenty
  * concurrent copies of one delivery produce one queue message, and a copy arriving after a failed
  * send re-sends it.
+ *
+ * A re-send of a row that is `failed` or `ignored` is the providers' own recovery path (fix, then
+ * replay from their dashboard, same message id): it moves the row back to `received`, with the
+ * body and headers as re-sent, and this request sends it (docs/design.md, statuses).
  */
 import type { NormalisedEvent } from "../providers/types";
 
-export const SEND_LEASE_MS = 30_000;
+/**
+ * A send takes milliseconds; a holder that has not sent within this long crashed. Shorter than
+ * the earliest provider retry (BlooBank's second attempt: ~10 s, jittered down to 5 s), so a
+ * retry after a crash between the commit and the send re-sends at once instead of waiting for
+ * the sweep. A slow holder racing a re-send only costs a duplicate queue message, which the
+ * consumer dedupes.
+ */
+export const SEND_LEASE_MS = 4_000;
 
 export type RecordOutcome =
 	| { kind: "new"; id: number; mustSend: boolean }
@@ -24,23 +35,33 @@ interface RecordRow {
 	may_send: number;
 }
 
-const ON_DUPLICATE = `DO UPDATE SET
+// In SET, every column reads the row as it was before this statement.
+const REOPEN = "status IN ('failed', 'ignored')";
+const TAKE_TOKEN = `(status = 'received' AND (send_token IS NULL OR send_token_at <= ?13))
+    OR (${REOPEN} AND excluded.status = 'received')`;
+
+const RECORD_SQL = `
+INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
+  resource_type, resource_wallet, resource_id, resource_version, received_at, status_at, send_token,
+  send_token_at, attempt_ref, headers, note)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17)
+ON CONFLICT (provider, message_id) DO UPDATE SET
   duplicates = duplicates + 1,
   last_duplicate_at = excluded.received_at,
   provider_attempt = max(coalesce(provider_attempt, 0), coalesce(excluded.provider_attempt, 0)),
-  send_token = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
-    THEN ?12 ELSE send_token END,
-  send_token_at = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
-    THEN ?11 ELSE send_token_at END`;
-
-// Two conflict targets: the sender's message id, and the optional second dedupe key (Pazy).
-const RECORD_SQL = `
-INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
-  resource_type, resource_id, resource_version, received_at, status_at, send_token, send_token_at,
-  attempt_ref, dedupe_key, headers, note)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?15, ?16, ?17)
-ON CONFLICT (provider, message_id) ${ON_DUPLICATE}
-ON CONFLICT (provider, dedupe_key) ${ON_DUPLICATE}
+  send_token = CASE WHEN ${TAKE_TOKEN} THEN ?12 ELSE send_token END,
+  send_token_at = CASE WHEN ${TAKE_TOKEN} THEN ?11 ELSE send_token_at END,
+  status = CASE WHEN ${REOPEN} THEN excluded.status ELSE status END,
+  status_at = CASE WHEN ${REOPEN} THEN excluded.status_at ELSE status_at END,
+  event = CASE WHEN ${REOPEN} THEN excluded.event ELSE event END,
+  raw_body = CASE WHEN ${REOPEN} THEN excluded.raw_body ELSE raw_body END,
+  body_bytes = CASE WHEN ${REOPEN} THEN excluded.body_bytes ELSE body_bytes END,
+  headers = CASE WHEN ${REOPEN} THEN excluded.headers ELSE headers END,
+  note = CASE WHEN ${REOPEN} THEN excluded.note ELSE note END,
+  resource_type = CASE WHEN ${REOPEN} THEN excluded.resource_type ELSE resource_type END,
+  resource_wallet = CASE WHEN ${REOPEN} THEN excluded.resource_wallet ELSE resource_wallet END,
+  resource_id = CASE WHEN ${REOPEN} THEN excluded.resource_id ELSE resource_id END,
+  resource_version = CASE WHEN ${REOPEN} THEN excluded.resource_version ELSE resource_version END
 RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
 
 /** One D1 round trip: insert or count a duplicate, and say whether this request must send. */
@@ -71,7 +92,7 @@ export async function recordDelivery(
 			resource ? token : null,
 			nowMs - SEND_LEASE_MS,
 			event.attemptRef,
-			event.dedupeKey,
+			resource ? (resource.wallet ?? "") : null,
 			headersJson,
 			event.note,
 		);

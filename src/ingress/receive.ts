@@ -1,12 +1,14 @@
 /**
  * One webhook delivery, from raw request to receipt. The order of the steps is the design:
- * source gates -> cap the body -> verify -> parse -> one D1 statement -> send the pointer.
- * Status codes follow DESIGN.md; 4xx only when the request is certainly not genuine, because
- * BlooBank never retries a 4xx (PROVIDERS 1.1). Rate limiting answers 503, never 429.
+ * source gates -> signature headers and timestamp -> cap the body -> MACs -> parse -> one D1
+ * statement -> send the pointer. Everything before the MACs costs no more than reading headers.
+ * Status codes follow docs/design.md; 4xx only when the request is certainly not genuine, because
+ * BlooBank never retries a 4xx (docs/providers.md 1.1). Rate limiting answers 503, never 429.
  */
-import type { Config, Env } from "../env";
+import type { Env, WebhookConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { keptHeadersJson } from "../providers";
+import { verifySigned } from "../providers/signature";
 import type { Provider } from "../providers/types";
 import { deliveryMessage } from "../queue/messages";
 import { decodeUtf8, readBodyCapped } from "./body";
@@ -27,7 +29,7 @@ export interface Receipt {
 
 export interface ReceiveContext {
 	env: Env;
-	config: Config;
+	config: WebhookConfig;
 	waitUntil(promise: Promise<unknown>): void;
 	nowMs: number;
 	clientIp: string | null;
@@ -45,27 +47,25 @@ const receipt = (status: number, outcome: Outcome, reason: string | null, size =
 export async function receive(provider: Provider, request: Request, ctx: ReceiveContext): Promise<Receipt> {
 	const { env, config, nowMs } = ctx;
 
-	// Source gates: cheap, before reading a byte of the body.
+	// Source gates: cheap, before reading a byte of the body. A stale allow-list must not turn
+	// genuine deliveries into permanent failures: 503 (retried) and an alert, never 403.
 	if (config.allowedSourceCidrs && !(ctx.clientIp && ipAllowed(ctx.clientIp, config.allowedSourceCidrs))) {
-		return receipt(403, "rejected", "source_not_allowed");
+		return receipt(503, "rejected", "source_not_allowed");
 	}
 	if (env.WEBHOOK_RATE_LIMITER) {
 		const { success } = await env.WEBHOOK_RATE_LIMITER.limit({ key: provider.name });
 		if (!success) return receipt(503, "unavailable", "rate_limited");
 	}
 
+	// Headers and timestamp first: a request without a plausible signature costs no body read.
+	const check = provider.checkSignature({ headers: request.headers, nowMs, config });
+	if (!check.ok) return receipt(401, "rejected", check.reason);
 	const body = await readBodyCapped(request, config.maxBodyBytes);
 	if (!body.ok) return receipt(413, "rejected", "too_large", body.size);
 	const size = body.bytes.byteLength;
 
 	// Invariant 1: nothing below this line runs for an unverified body.
-	const verified = await provider.verify({
-		headers: request.headers,
-		body: body.bytes,
-		secrets: config.secrets[provider.name],
-		nowMs,
-		config,
-	});
+	const verified = await verifySigned(check, body.bytes, config.keys[provider.name]);
 	if (!verified.ok) return receipt(401, "rejected", verified.reason, size);
 
 	const text = decodeUtf8(body.bytes);

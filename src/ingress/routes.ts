@@ -5,9 +5,7 @@ import { timingSafeEqualString } from "../crypto/hmac";
 import { getProvider } from "../providers";
 import { observe } from "./observe";
 import { receive } from "./receive";
-
-/** Seconds a sender should wait before retrying after a 503. */
-export const RETRY_AFTER_SECONDS = 10;
+import { RETRY_AFTER_SECONDS } from "./status";
 
 export function ingressRoutes(): Hono<AppEnv> {
 	const app = new Hono<AppEnv>();
@@ -23,21 +21,28 @@ export function ingressRoutes(): Hono<AppEnv> {
 		const token = c.req.param("token");
 
 		// With a path token, only the tokened path exists; without one, only the plain path.
-		// A provider without secrets is off: its route does not exist either.
-		const notFound = (
+		const refusal: { status: number; reason: string } | null = (
 			config.webhookPathToken === null
 				? token !== undefined
 				: !timingSafeEqualString(token ?? "", config.webhookPathToken)
 		)
-			? "bad_path"
+			? { status: 404, reason: "bad_path" }
 			: !provider
-				? "unknown_provider"
-				: config.secrets[provider.name].length === 0
-					? "provider_disabled"
+				? { status: 404, reason: "unknown_provider" }
+				: // A known sender without secrets: the merchant registered the URL before configuring
+					// it. 503 keeps the sender retrying while the sweep alerts (docs/design.md, configuration).
+					config.keys[provider.name].length === 0
+					? { status: 503, reason: "provider_not_configured" }
 					: null;
 		const receipt =
-			notFound !== null || !provider
-				? { status: 404, outcome: "rejected" as const, reason: notFound, size: 0, messageId: null, deliveryId: null }
+			refusal !== null || !provider
+				? {
+						...(refusal ?? { status: 404, reason: "unknown_provider" }),
+						outcome: "rejected" as const,
+						size: 0,
+						messageId: null,
+						deliveryId: null,
+					}
 				: await receive(provider, c.req.raw, { env, config, waitUntil, nowMs: started, clientIp });
 		const ackMs = Date.now() - started;
 		// The requested name is input: only a short, plain name is recorded as it is.

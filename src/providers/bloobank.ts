@@ -6,10 +6,16 @@
  * Envelope (1.3): newer `{event,messageId,deliveryAttempt,occurredAt?,data}` or older
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
-import { base64ToBytes, concatBytes, utf8 } from "../crypto/encoding";
-import { verifyAnyHmacSha256 } from "../crypto/hmac";
-import type { Config } from "../env";
-import { checkTimestamp, parseTimestampedHeader } from "./signature";
+import { concatBytes, utf8 } from "../crypto/encoding";
+import { paymentOrderEffects } from "../effects/rules";
+import {
+	checkTimestamp,
+	parseTimestampedHeader,
+	type SignatureCheck,
+	type SignatureInput,
+	type VerifyInput,
+	verifySigned,
+} from "./signature";
 import {
 	epochMs,
 	idString,
@@ -20,22 +26,15 @@ import {
 	parseObject,
 	positiveIntOrNull,
 	type ResourceSnapshot,
-	type VerifyInput,
-	type VerifyResult,
 } from "./types";
 
-/** Decision (PROVIDERS 1.2): the key is the secret's UTF-8 bytes unless BLOOBANK_SECRET_ENCODING=base64. */
-export function bloobankKeyBytes(secret: string, encoding: Config["bloobankSecretEncoding"]): Uint8Array | null {
-	return encoding === "base64" ? base64ToBytes(secret) : utf8(secret);
-}
-
-export async function verifyBlooBank({ headers, body, secrets, nowMs, config }: VerifyInput): Promise<VerifyResult> {
+export function checkBlooBankSignature({ headers, nowMs, config }: SignatureInput): SignatureCheck {
 	const header = headers.get("x-bloobank-signature");
 	if (header === null || header.trim() === "") return { ok: false, reason: "missing_signature" };
 	const parsed = parseTimestampedHeader(header);
 	if (parsed === "malformed_signature") return { ok: false, reason: parsed };
 
-	// Decision (PROVIDERS 1.2): t= and the header must agree when both are present.
+	// Decision (docs/providers.md 1.2): t= and the header must agree when both are present.
 	const tsHeader = headers.get("x-bloobank-timestamp")?.trim() ?? null;
 	if (parsed.t !== null && tsHeader !== null && parsed.t !== tsHeader)
 		return { ok: false, reason: "timestamp_mismatch" };
@@ -43,21 +42,15 @@ export async function verifyBlooBank({ headers, body, secrets, nowMs, config }: 
 	if (timestamp === null || timestamp === "") return { ok: false, reason: "missing_timestamp" };
 	const stale = checkTimestamp(timestamp, 1, nowMs, config.toleranceSeconds);
 	if (stale) return { ok: false, reason: stale };
-	if (parsed.v1.length === 0) return { ok: false, reason: "no_supported_signature" };
-
-	const keys: Uint8Array[] = [];
-	for (const secret of secrets) {
-		const key = bloobankKeyBytes(secret, config.bloobankSecretEncoding);
-		if (key && key.byteLength > 0) keys.push(key);
-	}
 	// The timestamp string is signed exactly as sent, then the raw body bytes, never re-encoded.
-	const signed = concatBytes(utf8(`${timestamp}.`), body);
-	return (await verifyAnyHmacSha256(keys, signed, parsed.v1))
-		? { ok: true }
-		: { ok: false, reason: "signature_mismatch" };
+	const prefix = utf8(`${timestamp}.`);
+	return { ok: true, candidates: parsed.v1, signedContent: (body) => concatBytes(prefix, body) };
 }
 
-/** PROVIDERS 1.3: older lowercase statuses map onto the newer enum. */
+export const verifyBlooBank = (input: VerifyInput) =>
+	verifySigned(checkBlooBankSignature(input), input.body, input.keys);
+
+/** docs/providers.md 1.3: older lowercase statuses map onto the newer enum. */
 export function normaliseBlooBankStatus(status: string): string {
 	const s = status.trim().toLowerCase();
 	if (s === "confirmed") return "SUCCESS";
@@ -66,7 +59,7 @@ export function normaliseBlooBankStatus(status: string): string {
 }
 
 /**
- * A PaymentOrder is recognised by its shape, never by the event name (PROVIDERS 1.3): an `id`
+ * A PaymentOrder is recognised by its shape, never by the event name (docs/providers.md 1.3): an `id`
  * and an `ordVersion`, or, for the older generation without `ordVersion`, an event named
  * `payment.*` / `payment_order.*`. Decision: the older generation's version is the epoch ms of
  * `updatedAt`, else `createdAt`.
@@ -107,20 +100,45 @@ export function parseBlooBank(body: string, headers: Headers): ParseResult {
 	if (messageId === null) return { ok: false, reason: "missing_message_id" };
 	const event = typeof envelope.event === "string" ? envelope.event : "";
 	const resource = paymentOrder(event, envelope.data ?? envelope.body);
-	if (resource === "malformed") return { ok: false, reason: "malformed_resource" };
 	const attempt =
 		positiveIntOrNull(envelope.deliveryAttempt) ?? positiveIntOrNull(headers.get("x-bloobank-delivery-attempt"));
+	// Signed but not an order we can apply: stored and `ignored`, so a fix plus a replay can apply it.
+	if (resource === "malformed")
+		return {
+			ok: true,
+			event: ignoredEvent("bloobank", messageId, event, "payment order without id, version or status", { attempt }),
+		};
 	if (resource === null)
 		return { ok: true, event: ignoredEvent("bloobank", messageId, event, "event not modelled", { attempt }) };
 	return {
 		ok: true,
-		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, dedupeKey: null, resource, note: null },
+		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, resource, note: null },
 	};
+}
+
+/**
+ * docs/providers.md 1.4: the final statuses outrank the in-flight ones, and REFUNDED, which only
+ * follows SUCCESS, outranks them all.
+ */
+export function blooBankStatusRank(status: string): number {
+	switch (status) {
+		case "REFUNDED":
+			return 2;
+		case "SUCCESS":
+		case "FAILED":
+		case "CANCELED":
+		case "EXPIRED":
+			return 1;
+		default:
+			return 0;
+	}
 }
 
 export const bloobank: Provider = {
 	name: "bloobank",
 	keptHeaders: ["x-bloobank-delivery-attempt"],
-	verify: verifyBlooBank,
+	checkSignature: checkBlooBankSignature,
 	parse: parseBlooBank,
+	statusRank: blooBankStatusRank,
+	effects: { payment_order: paymentOrderEffects },
 };

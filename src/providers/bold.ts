@@ -1,5 +1,5 @@
 /**
- * Bold (PROVIDERS.md section 2).
+ * Bold (docs/providers.md 2).
  *
  * Decision (signature details are not published): `X-HMAC-Signature` is HMAC-SHA256 over the raw
  * body with the secret's UTF-8 bytes, hex; base64 is accepted too. There is no timestamp, so
@@ -7,19 +7,18 @@
  * Ordering: `occurredOn` (newer wins per entity/entityId). Majors outside
  * BOLD_SUPPORTED_MAJOR_VERSIONS are stored and marked ignored ("unsupported"), answered 2xx.
  */
-import { base64ToBytes, hexToBytes, utf8 } from "../crypto/encoding";
-import { verifyAnyHmacSha256 } from "../crypto/hmac";
+import { base64ToBytes, hexToBytes } from "../crypto/encoding";
 import type { Config } from "../env";
+import { type SignatureCheck, type SignatureInput, type VerifyInput, verifySigned } from "./signature";
 import {
 	epochMs,
+	genericStatusRank,
 	idString,
 	ignoredEvent,
 	isRecord,
 	type ParseResult,
 	type Provider,
 	parseObject,
-	type VerifyInput,
-	type VerifyResult,
 } from "./types";
 
 const EVENT_NAME = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/i;
@@ -31,14 +30,15 @@ function decodeMac(value: string): Uint8Array | null {
 	return b && b.byteLength === 32 ? b : null;
 }
 
-export async function verifyBold({ headers, body, secrets }: VerifyInput): Promise<VerifyResult> {
+export function checkBoldSignature({ headers }: SignatureInput): SignatureCheck {
 	const header = headers.get("x-hmac-signature");
 	if (header === null || header.trim() === "") return { ok: false, reason: "missing_signature" };
 	const mac = decodeMac(header);
 	if (mac === null) return { ok: false, reason: "malformed_signature" };
-	const keys = secrets.map(utf8).filter((k) => k.byteLength > 0);
-	return (await verifyAnyHmacSha256(keys, body, [mac])) ? { ok: true } : { ok: false, reason: "signature_mismatch" };
+	return { ok: true, candidates: [mac], signedContent: (body) => body };
 }
+
+export const verifyBold = (input: VerifyInput) => verifySigned(checkBoldSignature(input), input.body, input.keys);
 
 const nonNegativeInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 
@@ -47,13 +47,19 @@ export function parseBold(body: string, headers: Headers, config: Config): Parse
 	if (typeof e === "string") return { ok: false, reason: e };
 	const messageId = idString(e.eventId);
 	if (messageId === null) return { ok: false, reason: "missing_message_id" };
-	// Bold's consumer rules: validate eventName, versions and the entity identifier.
-	const eventName = e.eventName;
-	if (typeof eventName !== "string" || !EVENT_NAME.test(eventName)) return { ok: false, reason: "malformed_envelope" };
-	if (!nonNegativeInt(e.majorVersion) || !nonNegativeInt(e.minorVersion))
-		return { ok: false, reason: "malformed_envelope" };
+	// Bold's consumer rules: validate eventName, versions and the entity identifier. What fails them
+	// is signed, so it is stored and `ignored` with the reason, never refused (docs/providers.md 2).
 	const attemptRef = idString(e.attemptId) ?? idString(headers.get("x-attempt-id"));
 	const extra = { attemptRef };
+	const rawName = typeof e.eventName === "string" ? e.eventName.slice(0, 200) : "";
+	const ignore = (note: string): ParseResult => ({
+		ok: true,
+		event: ignoredEvent("bold", messageId, rawName, note, extra),
+	});
+	const eventName = e.eventName;
+	if (typeof eventName !== "string" || !EVENT_NAME.test(eventName)) return ignore("eventName is not domain.action");
+	if (!nonNegativeInt(e.majorVersion) || !nonNegativeInt(e.minorVersion))
+		return ignore("majorVersion and minorVersion must be non-negative integers");
 	if (!config.boldSupportedMajors.includes(e.majorVersion)) {
 		return {
 			ok: true,
@@ -63,7 +69,8 @@ export function parseBold(body: string, headers: Headers, config: Config): Parse
 	const entity = idString(e.entity);
 	const entityId = idString(e.entityId);
 	const occurredOn = epochMs(e.occurredOn);
-	if (entity === null || entityId === null || occurredOn === null) return { ok: false, reason: "malformed_resource" };
+	if (entity === null || entityId === null || occurredOn === null)
+		return ignore("entity, entityId (a string) and occurredOn are required");
 	const payload = e.payload;
 	const status =
 		isRecord(payload) && typeof payload.status === "string" ? payload.status.toUpperCase() : eventName.toUpperCase();
@@ -75,7 +82,6 @@ export function parseBold(body: string, headers: Headers, config: Config): Parse
 			event: eventName,
 			attempt: null,
 			attemptRef,
-			dedupeKey: null,
 			note: null,
 			resource: { type: entity, id: entityId, wallet: null, version: occurredOn, status, data: payload ?? null },
 		},
@@ -85,6 +91,9 @@ export function parseBold(body: string, headers: Headers, config: Config): Parse
 export const bold: Provider = {
 	name: "bold",
 	keptHeaders: ["x-attempt-id"],
-	verify: verifyBold,
+	checkSignature: checkBoldSignature,
 	parse: parseBold,
+	statusRank: genericStatusRank,
+	// Decision (docs/design.md, effects): the template declares effects for BlooBank orders only.
+	effects: {},
 };

@@ -1,15 +1,29 @@
 /** The registry: adding a provider is writing its file and listing it here. */
+
+import type { EffectSeed } from "../effects/rules";
 import type { ProviderName } from "../env";
 import { bloobank } from "./bloobank";
 import { bold } from "./bold";
 import { pazy } from "./pazy";
+import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";
-import type { Provider } from "./types";
+import type { Provider, ResourceSnapshot, VerifyResult } from "./types";
 
 const providers: Record<ProviderName, Provider> = { bloobank, bold, pazy, standard };
 
 export function getProvider(name: string): Provider | null {
 	return Object.hasOwn(providers, name) ? providers[name as ProviderName] : null;
+}
+
+/** Both signature steps at once (tests, tools); ingress runs them apart, reading the body between. */
+export function verifyDelivery(provider: Provider, input: VerifyInput): Promise<VerifyResult> {
+	return verifySigned(provider.checkSignature(input), input.body, input.keys);
+}
+
+/** The effects a snapshot implies: only its own provider's rules for its type can fire. */
+export function effectsFor(provider: Provider, r: ResourceSnapshot): EffectSeed[] {
+	const rule = Object.hasOwn(provider.effects, r.type) ? provider.effects[r.type] : undefined;
+	return rule ? rule(r) : [];
 }
 
 /** The headers a provider's parse() reads, as stored with the delivery (JSON), or null. */

@@ -1,17 +1,25 @@
 /**
- * Pazy (PROVIDERS.md section 3).
+ * Pazy (docs/providers.md 3).
  *
  * Decision (signature details are not published): `X-Pazy-Signature: t=<unix seconds>,v1=<hex>`,
  * HMAC-SHA256 over `{t}.{rawBody}`, +-SIGNATURE_TOLERANCE_SECONDS. Envelope
- * `{ id, type, createdAt, data }`; dedupe on `id`, and for `payment.*` a second key
- * `type:paymentId`, so one payment transition re-sent under a new event id is applied once.
- * Ordering: `data.paymentDate` when present (null on failures and reversals), else `createdAt`.
+ * `{ id, type, createdAt, data }`; dedupe on `id`. Decision (revised): `data.paymentId` names the
+ * resource, not the event, so a new event id for the same payment and type is stored and goes
+ * through the version rule. Ordering: `data.paymentDate` when present (null on failures and
+ * reversals), else `createdAt`.
  */
 import { concatBytes, utf8 } from "../crypto/encoding";
-import { verifyAnyHmacSha256 } from "../crypto/hmac";
-import { checkTimestamp, parseTimestampedHeader } from "./signature";
+import {
+	checkTimestamp,
+	parseTimestampedHeader,
+	type SignatureCheck,
+	type SignatureInput,
+	type VerifyInput,
+	verifySigned,
+} from "./signature";
 import {
 	epochMs,
+	genericStatusRank,
 	idString,
 	ignoredEvent,
 	isRecord,
@@ -19,11 +27,9 @@ import {
 	type Provider,
 	parseObject,
 	positiveIntOrNull,
-	type VerifyInput,
-	type VerifyResult,
 } from "./types";
 
-export async function verifyPazy({ headers, body, secrets, nowMs, config }: VerifyInput): Promise<VerifyResult> {
+export function checkPazySignature({ headers, nowMs, config }: SignatureInput): SignatureCheck {
 	const header = headers.get("x-pazy-signature");
 	if (header === null || header.trim() === "") return { ok: false, reason: "missing_signature" };
 	const parsed = parseTimestampedHeader(header);
@@ -31,13 +37,11 @@ export async function verifyPazy({ headers, body, secrets, nowMs, config }: Veri
 	if (parsed.t === null || parsed.t === "") return { ok: false, reason: "missing_timestamp" };
 	const stale = checkTimestamp(parsed.t, 1000, nowMs, config.toleranceSeconds);
 	if (stale) return { ok: false, reason: stale };
-	if (parsed.v1.length === 0) return { ok: false, reason: "no_supported_signature" };
-	const keys = secrets.map(utf8).filter((k) => k.byteLength > 0);
-	const signed = concatBytes(utf8(`${parsed.t}.`), body);
-	return (await verifyAnyHmacSha256(keys, signed, parsed.v1))
-		? { ok: true }
-		: { ok: false, reason: "signature_mismatch" };
+	const prefix = utf8(`${parsed.t}.`);
+	return { ok: true, candidates: parsed.v1, signedContent: (body) => concatBytes(prefix, body) };
 }
+
+export const verifyPazy = (input: VerifyInput) => verifySigned(checkPazySignature(input), input.body, input.keys);
 
 export function parsePazy(body: string, headers: Headers): ParseResult {
 	const e = parseObject(body);
@@ -52,7 +56,10 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 	const data = e.data;
 	const paymentId = isRecord(data) ? idString(data.paymentId) : null;
 	const version = (isRecord(data) ? epochMs(data.paymentDate) : null) ?? epochMs(e.createdAt);
-	if (!isRecord(data) || paymentId === null || version === null) return { ok: false, reason: "malformed_resource" };
+	if (!isRecord(data) || paymentId === null || version === null) {
+		const note = "payment event without paymentId or a time";
+		return { ok: true, event: ignoredEvent("pazy", messageId, type, note, { attempt }) };
+	}
 	const status =
 		typeof data.status === "string" ? data.status.toUpperCase() : type.slice("payment.".length).toUpperCase();
 	return {
@@ -63,7 +70,6 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 			event: type,
 			attempt,
 			attemptRef: null,
-			dedupeKey: `${type}:${paymentId}`,
 			note: null,
 			resource: { type: "payment", id: paymentId, wallet: null, version, status, data },
 		},
@@ -73,6 +79,9 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 export const pazy: Provider = {
 	name: "pazy",
 	keptHeaders: ["x-pazy-webhook-attempt"],
-	verify: verifyPazy,
+	checkSignature: checkPazySignature,
 	parse: parsePazy,
+	statusRank: genericStatusRank,
+	// Decision (docs/design.md, effects): the template declares effects for BlooBank orders only.
+	effects: {},
 };

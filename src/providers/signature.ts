@@ -1,33 +1,83 @@
 /**
- * Pieces shared by the HMAC schemes of several senders: the `t=...,v1=...` header (BlooBank,
- * Pazy) and the timestamp tolerance check (BlooBank, Pazy, Standard Webhooks), both directions.
+ * Signature checking shared by every sender, in two steps so that a request's cost is bounded
+ * before its body is read (docs/design.md, threat model):
+ * 1. `checkSignature` (per provider, no body): headers present, timestamp within tolerance, the
+ *    candidate MACs decoded from at most MAX_SIGNATURE_ITEMS items;
+ * 2. `verifySigned`: one HMAC per configured key over the signed content, compared in constant
+ *    time with every candidate.
  */
 import { hexToBytes } from "../crypto/encoding";
-import type { VerifyFailure } from "./types";
+import { verifyAnyHmacSha256 } from "../crypto/hmac";
+import type { WebhookConfig } from "../env";
+import type { VerifyFailure, VerifyResult } from "./types";
+
+/** Items past this many are ignored, so a header of thousands of items costs nothing more. */
+export const MAX_SIGNATURE_ITEMS = 16;
+
+export type SignatureCheck =
+	| { ok: false; reason: VerifyFailure }
+	| {
+			ok: true;
+			/** The decoded signatures to compare against. */
+			candidates: Uint8Array[];
+			/** The bytes the sender signed, given the raw body exactly as received. */
+			signedContent(body: Uint8Array): Uint8Array;
+	  };
+
+export interface SignatureInput {
+	headers: Headers;
+	/** Injected clock, epoch milliseconds. */
+	nowMs: number;
+	config: Pick<WebhookConfig, "toleranceSeconds">;
+}
+
+export interface VerifyInput extends SignatureInput {
+	/** The body exactly as received: never re-serialized. */
+	body: Uint8Array;
+	/** The provider's HMAC keys, decoded from its secrets when the configuration was parsed. */
+	keys: readonly Uint8Array[];
+}
+
+export async function verifySigned(
+	check: SignatureCheck,
+	body: Uint8Array,
+	keys: readonly Uint8Array[],
+): Promise<VerifyResult> {
+	if (!check.ok) return check;
+	if (check.candidates.length === 0) return { ok: false, reason: "no_supported_signature" };
+	return (await verifyAnyHmacSha256(keys, check.signedContent(body), check.candidates))
+		? { ok: true }
+		: { ok: false, reason: "signature_mismatch" };
+}
 
 const V1_HEX = /^[0-9a-fA-F]{64}$/;
 
 export interface TimestampedHeader {
 	t: string | null;
-	/** Decoded `v1=` signatures; malformed items are skipped (a rotation may mix old and new). */
+	/** Decoded `v1=` signatures. */
 	v1: Uint8Array[];
 }
 
+/**
+ * `t=...,v1=...[,v1=...][,v2=...]` (BlooBank, Pazy). Decision (docs/providers.md 1.2): an item
+ * without `=`, of a version we do not know, or a malformed `v1` is skipped, not fatal (a trailing
+ * comma must not reject a genuine delivery); only the first MAX_SIGNATURE_ITEMS items count.
+ */
 export function parseTimestampedHeader(header: string): TimestampedHeader | "malformed_signature" {
 	let t: string | null = null;
 	const v1: Uint8Array[] = [];
-	for (const item of header.split(",")) {
+	for (const item of header.split(",", MAX_SIGNATURE_ITEMS)) {
 		const eq = item.indexOf("=");
-		if (eq <= 0) return "malformed_signature";
+		if (eq <= 0) continue;
 		const key = item.slice(0, eq).trim();
 		const value = item.slice(eq + 1).trim();
 		if (key === "t") {
+			// Two different timestamps: which one was signed is unknowable.
 			if (t !== null && t !== value) return "malformed_signature";
 			t = value;
 		} else if (key === "v1" && V1_HEX.test(value)) {
 			v1.push(hexToBytes(value) as Uint8Array);
 		}
-		// Versions we do not understand (v2=...) are skipped, not fatal.
 	}
 	return { t, v1 };
 }

@@ -1,22 +1,27 @@
 /**
- * Standard Webhooks (PROVIDERS.md section 4; https://www.standardwebhooks.com).
+ * Standard Webhooks (docs/providers.md 4; https://www.standardwebhooks.com).
  *
  * Headers `webhook-id`, `webhook-timestamp` (Unix seconds), `webhook-signature` (space-separated
  * `v1,<base64>`); signed content `{id}.{timestamp}.{rawBody}`; secret `whsec_<base64>`, the key
  * being the decoded part. Dedupe on `webhook-id`.
  */
 import { base64ToBytes, concatBytes, utf8 } from "../crypto/encoding";
-import { verifyAnyHmacSha256 } from "../crypto/hmac";
-import { checkTimestamp } from "./signature";
 import {
+	checkTimestamp,
+	MAX_SIGNATURE_ITEMS,
+	type SignatureCheck,
+	type SignatureInput,
+	type VerifyInput,
+	verifySigned,
+} from "./signature";
+import {
+	genericStatusRank,
 	idString,
 	ignoredEvent,
 	isRecord,
 	type ParseResult,
 	type Provider,
 	parseObject,
-	type VerifyInput,
-	type VerifyResult,
 } from "./types";
 
 /**
@@ -39,12 +44,7 @@ export const STANDARD_MAPPING = {
 		Number(headers.get("webhook-timestamp")) * 1000,
 };
 
-/** `whsec_` is optional on input, as in the reference libraries. */
-export function standardKeyBytes(secret: string): Uint8Array | null {
-	return base64ToBytes(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
-}
-
-export async function verifyStandard({ headers, body, secrets, nowMs, config }: VerifyInput): Promise<VerifyResult> {
+export function checkStandardSignature({ headers, nowMs, config }: SignatureInput): SignatureCheck {
 	const id = headers.get("webhook-id");
 	const timestamp = headers.get("webhook-timestamp");
 	const header = headers.get("webhook-signature");
@@ -53,17 +53,20 @@ export async function verifyStandard({ headers, body, secrets, nowMs, config }: 
 	if (timestamp === null || timestamp === "") return { ok: false, reason: "missing_timestamp" };
 	const stale = checkTimestamp(timestamp, 1000, nowMs, config.toleranceSeconds);
 	if (stale) return { ok: false, reason: stale };
-	const macs: Uint8Array[] = [];
-	for (const item of header.trim().split(/\s+/)) {
+	const candidates: Uint8Array[] = [];
+	// Space-separated `v1,<base64>` items; other versions are skipped, and only the first
+	// MAX_SIGNATURE_ITEMS count (docs/providers.md 1.2, applied to every sender).
+	for (const item of header.trim().split(/\s+/, MAX_SIGNATURE_ITEMS)) {
 		const [version, value] = item.split(",", 2);
 		const mac = version === "v1" && value ? base64ToBytes(value) : null;
-		if (mac) macs.push(mac);
+		if (mac) candidates.push(mac);
 	}
-	if (macs.length === 0) return { ok: false, reason: "no_supported_signature" };
-	const keys = secrets.map(standardKeyBytes).filter((k): k is Uint8Array => k !== null && k.byteLength > 0);
-	const signed = concatBytes(utf8(`${id}.${timestamp}.`), body);
-	return (await verifyAnyHmacSha256(keys, signed, macs)) ? { ok: true } : { ok: false, reason: "signature_mismatch" };
+	const prefix = utf8(`${id}.${timestamp}.`);
+	return { ok: true, candidates, signedContent: (body) => concatBytes(prefix, body) };
 }
+
+export const verifyStandard = (input: VerifyInput) =>
+	verifySigned(checkStandardSignature(input), input.body, input.keys);
 
 export function parseStandard(body: string, headers: Headers): ParseResult {
 	const messageId = idString(headers.get("webhook-id"));
@@ -76,7 +79,8 @@ export function parseStandard(body: string, headers: Headers): ParseResult {
 	const version = STANDARD_MAPPING.version(e, headers);
 	if (!type || id === null)
 		return { ok: true, event: ignoredEvent("standard", messageId, event, "event not modelled") };
-	if (!Number.isSafeInteger(version) || version <= 0) return { ok: false, reason: "malformed_resource" };
+	if (!Number.isSafeInteger(version) || version <= 0)
+		return { ok: true, event: ignoredEvent("standard", messageId, event, "no event time to order by") };
 	return {
 		ok: true,
 		event: {
@@ -85,7 +89,6 @@ export function parseStandard(body: string, headers: Headers): ParseResult {
 			event,
 			attempt: null,
 			attemptRef: null,
-			dedupeKey: null,
 			note: null,
 			resource: { type, id, wallet: null, version, status: STANDARD_MAPPING.status(e), data: e.data ?? null },
 		},
@@ -95,6 +98,9 @@ export function parseStandard(body: string, headers: Headers): ParseResult {
 export const standard: Provider = {
 	name: "standard",
 	keptHeaders: ["webhook-id", "webhook-timestamp"],
-	verify: verifyStandard,
+	checkSignature: checkStandardSignature,
 	parse: parseStandard,
+	statusRank: genericStatusRank,
+	// Decision (docs/design.md, effects): the template declares effects for BlooBank orders only.
+	effects: {},
 };

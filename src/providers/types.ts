@@ -2,12 +2,18 @@
  * The provider interface: what ingress, apply and the admin views know about a sender.
  * A provider is one file exporting a `Provider`; src/providers/index.ts lists them.
  */
+import type { EffectSeed } from "../effects/rules";
 import type { Config, ProviderName } from "../env";
+import type { SignatureCheck, SignatureInput } from "./signature";
 
 /** A resource snapshot as the sender last described it. */
 export interface ResourceSnapshot {
 	type: string;
 	id: string;
+	/**
+	 * The scope within which `id` is unique, where the sender has one (BlooBank: the wallet,
+	 * docs/providers.md 1.4); null elsewhere. Part of the resource's key.
+	 */
 	wallet: string | null;
 	/** Orders snapshots of one resource: higher wins (BlooBank: ordVersion). */
 	version: number;
@@ -24,8 +30,6 @@ export interface NormalisedEvent {
 	attempt: number | null;
 	/** The sender's attempt id, where it has one (Bold `attemptId`), for audit. */
 	attemptRef: string | null;
-	/** A second dedupe key, unique per provider (Pazy: `type:paymentId`); null for most senders. */
-	dedupeKey: string | null;
 	/** null: an event we do not model; stored, marked `ignored` (with `note`), answered 2xx. */
 	resource: ResourceSnapshot | null;
 	note: string | null;
@@ -46,24 +50,15 @@ export type VerifyFailure = (typeof VERIFY_FAILURES)[number];
 
 export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
 
-export type ParseFailure =
-	| "invalid_json"
-	| "not_an_object"
-	| "missing_message_id"
-	| "malformed_resource"
-	| "malformed_envelope";
+/**
+ * The only bodies a provider refuses after verification: without JSON or a message id there is
+ * nothing to store under a dedupe key. Anything else signed but not modelled (an unknown shape,
+ * an unsupported version) is stored and marked `ignored` with a note (docs/design.md, statuses),
+ * so a fix plus a replay can still apply it.
+ */
+export type ParseFailure = "invalid_json" | "not_an_object" | "missing_message_id";
 
 export type ParseResult = { ok: true; event: NormalisedEvent } | { ok: false; reason: ParseFailure; detail?: string };
-
-export interface VerifyInput {
-	headers: Headers;
-	/** The body exactly as received: never re-serialized. */
-	body: Uint8Array;
-	secrets: readonly string[];
-	/** Injected clock, epoch milliseconds. */
-	nowMs: number;
-	config: Config;
-}
 
 export interface Provider {
 	name: ProviderName;
@@ -72,10 +67,24 @@ export interface Provider {
 	 * re-parses exactly what ingress parsed. Never a signature header.
 	 */
 	keptHeaders: readonly string[];
-	verify(input: VerifyInput): Promise<VerifyResult>;
+	/** The checks that need no body (see ./signature.ts); the MACs are computed after the body is read. */
+	checkSignature(input: SignatureInput): SignatureCheck;
 	/** Parses a verified body; `headers` holds at least `keptHeaders`. */
 	parse(body: string, headers: Headers, config: Config): ParseResult;
+	/**
+	 * Decides a tie between two snapshots of one resource with equal versions: the higher rank
+	 * wins, equal ranks keep the stored one (docs/design.md, statuses). Final beats non-final.
+	 */
+	statusRank(status: string): number;
+	/**
+	 * Side effects, declared per resource type of this sender only (docs/design.md, effects): no
+	 * other sender's events can reach them, whatever type name they carry.
+	 */
+	effects: Readonly<Record<string, EffectRule>>;
 }
+
+/** What first observation of a resource state implies (see src/effects/rules.ts). */
+export type EffectRule = (resource: ResourceSnapshot) => EffectSeed[];
 
 /** A verified event that carries nothing we model: stored, `ignored`, answered 2xx. */
 export function ignoredEvent(
@@ -91,7 +100,6 @@ export function ignoredEvent(
 		event,
 		attempt: null,
 		attemptRef: null,
-		dedupeKey: null,
 		...extra,
 		resource: null,
 		note,
@@ -132,4 +140,29 @@ export function parseObject(body: string): Record<string, unknown> | "invalid_js
 		return "invalid_json";
 	}
 	return isRecord(value) ? value : "not_an_object";
+}
+
+/**
+ * Decision (docs/providers.md, status ranks): for senders that publish no final set, these
+ * statuses are final (rank 1), and reversals that can only follow a final status rank above
+ * them (2). Everything else is in flight (0).
+ */
+const GENERIC_REVERSALS = new Set(["REFUNDED", "REVERSED", "CHARGEBACK", "CHARGED_BACK"]);
+const GENERIC_FINAL = new Set([
+	"SUCCESS",
+	"SUCCEEDED",
+	"PAID",
+	"CONFIRMED",
+	"COMPLETED",
+	"SETTLED",
+	"FAILED",
+	"DECLINED",
+	"REJECTED",
+	"CANCELED",
+	"CANCELLED",
+	"EXPIRED",
+]);
+
+export function genericStatusRank(status: string): number {
+	return GENERIC_REVERSALS.has(status) ? 2 : GENERIC_FINAL.has(status) ? 1 : 0;
 }

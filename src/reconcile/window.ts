@@ -94,15 +94,19 @@ async function sendSnapshots(
 	return { sent: sent + batch.length, tooLarge };
 }
 
-/** One page: the drifted orders, found with one D1 query whatever the page size. */
-async function drifted(db: D1Database, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
+/**
+ * One page: the drifted orders, found with one D1 query whatever the page size. Versions are
+ * looked up by (wallet, id): an order id is unique only within its wallet (docs/providers.md 1.4).
+ */
+async function drifted(db: D1Database, wallet: string, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
 	if (items.length === 0) return [];
 	const { results } = await db
 		.prepare(
 			`SELECT id, version FROM resources
-       WHERE provider = 'bloobank' AND type = 'payment_order' AND id IN (SELECT value FROM json_each(?1))`,
+       WHERE provider = 'bloobank' AND type = 'payment_order' AND wallet = ?2
+         AND id IN (SELECT value FROM json_each(?1))`,
 		)
-		.bind(JSON.stringify(items.map((i) => i.id)))
+		.bind(JSON.stringify(items.map((i) => i.id)), wallet)
 		.all<{ id: string; version: number }>();
 	const local = new Map(results.map((r) => [r.id, r.version]));
 	return items.filter((i) => {
@@ -204,7 +208,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 				p.notes.push(`dropped ${foreign.length} item(s) of another wallet (${foreign.slice(0, 3).join(", ")})`);
 			}
 			p.seen += res.value.items.length;
-			const repair = await drifted(db, snapshots);
+			const repair = await drifted(db, job.wallet, snapshots);
 			const { sent, tooLarge } = await sendSnapshots(env, job, repair);
 			// Skipped, not held: it can never fit, so holding the window would stall every later run on it.
 			for (const t of tooLarge.slice(0, 3)) {

@@ -4,7 +4,7 @@
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 
-import type { Config, Env } from "../env";
+import { type Config, configProblem, type Env } from "../env";
 import { errorMessage, log } from "../log";
 import { postAlert } from "../notify";
 import { VERIFY_FAILURES } from "../providers/types";
@@ -21,9 +21,28 @@ export interface Signals {
 	oldestUnprocessedMs: number | null;
 	failedDeliveries: number;
 	lastReconcileRepairs: { runId: string; repaired: number } | null;
+	/** Refusals that are our configuration's fault, by reason, over the last CONFIG_ALERT_MINUTES. */
+	misconfigured: Partial<Record<MisconfiguredReason, number>>;
+	/** The variable whose value does not parse (the name, never the value), or null. */
+	configProblem: string | null;
 }
 
-export type AlertName = "signature_failures" | "ack_latency" | "backlog" | "dead_letters" | "reconcile_repairs";
+/**
+ * Genuine deliveries our configuration turned away with a 503 (the sender retries): a provider
+ * registered before its secrets were set, a source outside a stale ALLOWED_SOURCE_CIDRS.
+ */
+export const MISCONFIGURED_REASONS = ["provider_not_configured", "source_not_allowed"] as const;
+export type MisconfiguredReason = (typeof MISCONFIGURED_REASONS)[number];
+export const CONFIG_ALERT_MINUTES = 5;
+
+export type AlertName =
+	| "signature_failures"
+	| "ack_latency"
+	| "backlog"
+	| "dead_letters"
+	| "reconcile_repairs"
+	| "config_error"
+	| MisconfiguredReason;
 
 /** Pure: which alerts fire, with a short detail, given the signals. */
 export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
@@ -46,14 +65,25 @@ export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
 			`run ${s.lastReconcileRepairs.runId} repaired ${s.lastReconcileRepairs.repaired} orders`,
 		);
 	}
+	if (s.configProblem !== null) firing.set("config_error", `${s.configProblem} does not parse: webhooks answer 503`);
+	for (const reason of MISCONFIGURED_REASONS) {
+		const n = s.misconfigured[reason] ?? 0;
+		if (n > 0) firing.set(reason, `${n} requests refused (503, ${reason}) in the last ${CONFIG_ALERT_MINUTES} min`);
+	}
 	return firing;
 }
 
-export async function readSignals(db: D1Database, nowMs: number): Promise<Signals> {
+export async function readSignals(
+	db: D1Database,
+	nowMs: number,
+	configProblem: string | null = null,
+): Promise<Signals> {
 	const thisMinute = Math.floor(nowMs / 60_000);
 	// Every verify failure is a signature or timestamp problem (the 401s).
 	const reasons = JSON.stringify(VERIFY_FAILURES);
-	const [perMinute, p99, oldest, failed, reconcile] = await db.batch<Record<string, number | string | null>>([
+	const [perMinute, p99, oldest, failed, reconcile, misconfigured] = await db.batch<
+		Record<string, number | string | null>
+	>([
 		db
 			.prepare(
 				`SELECT minute, sum(count) AS n FROM rejection_counts
@@ -73,6 +103,12 @@ export async function readSignals(db: D1Database, nowMs: number): Promise<Signal
 		db.prepare(
 			"SELECT id, repaired FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
 		),
+		db
+			.prepare(
+				`SELECT reason, sum(count) AS n FROM rejection_counts
+         WHERE minute >= ?1 AND reason IN (SELECT value FROM json_each(?2)) GROUP BY reason`,
+			)
+			.bind(thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
 	]);
 	const counts = new Map((perMinute?.results ?? []).map((r) => [Number(r.minute), Number(r.n)]));
 	const run = reconcile?.results[0];
@@ -85,6 +121,8 @@ export async function readSignals(db: D1Database, nowMs: number): Promise<Signal
 		oldestUnprocessedMs: typeof oldest?.results[0]?.oldest === "number" ? oldest.results[0].oldest : null,
 		failedDeliveries: Number(failed?.results[0]?.n ?? 0),
 		lastReconcileRepairs: run ? { runId: String(run.id), repaired: Number(run.repaired) } : null,
+		misconfigured: Object.fromEntries((misconfigured?.results ?? []).map((r) => [String(r.reason), Number(r.n)])),
+		configProblem,
 	};
 }
 
@@ -100,7 +138,7 @@ const NEW_INCIDENT_ON_NEW_DETAIL: ReadonlySet<AlertName> = new Set(["reconcile_r
 /** Evaluates the rules, alerts on every change of state, and records the new states. */
 export async function runAlerts(env: Env, config: Config, nowMs: number): Promise<AlertTransition[]> {
 	const db = env.DB;
-	const firing = evaluate(await readSignals(db, nowMs), nowMs);
+	const firing = evaluate(await readSignals(db, nowMs, configProblem(env)?.variable ?? null), nowMs);
 	const { results: state } = await db
 		.prepare("SELECT name, firing, detail FROM alert_state")
 		.all<{ name: string; firing: number; detail: string | null }>();

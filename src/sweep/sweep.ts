@@ -1,7 +1,7 @@
 /**
  * The frequent cron. It does bounded catch-up work only:
  * - re-send deliveries left `received` (their send failed or the worker died) or `enqueued` but
- *   never applied, once older than SWEEP_STALE_SECONDS (DESIGN invariant 3);
+ *   never applied, once older than SWEEP_STALE_SECONDS (docs/design.md invariant 3);
  * - retry effects whose execution failed or whose executor died (invariant 6);
  * - prune expired bodies, dedupe keys and rejection records (retention.ts);
  * - evaluate the operational alerts (alerts.ts).
@@ -32,13 +32,20 @@ export async function resendStuckDeliveries(
 	limit = SWEEP_BATCH,
 ): Promise<number> {
 	const token = crypto.randomUUID();
+	// `received` rows first: nothing but the sweep (or a provider retry) will ever send them, while
+	// `enqueued` rows past the threshold are most often only waiting in a queue backlog and must
+	// not crowd them out (docs/design.md invariant 3).
 	const { results } = await env.DB.prepare(
 		`UPDATE deliveries SET send_token = ?1, send_token_at = ?2
      WHERE id IN (
-       SELECT id FROM deliveries
-       WHERE status IN ('received', 'enqueued') AND status_at <= ?3
-         AND (send_token IS NULL OR send_token_at <= ?4)
-       ORDER BY status_at LIMIT ?5)
+       SELECT id FROM (SELECT id FROM deliveries
+         WHERE status = 'received' AND status_at <= ?3 AND (send_token IS NULL OR send_token_at <= ?4)
+         ORDER BY status_at LIMIT ?5)
+       UNION ALL
+       SELECT id FROM (SELECT id FROM deliveries
+         WHERE status = 'enqueued' AND status_at <= ?3 AND (send_token IS NULL OR send_token_at <= ?4)
+         ORDER BY status_at LIMIT ?5)
+       LIMIT ?5)
      RETURNING id, provider, message_id`,
 	)
 		.bind(token, nowMs, nowMs - config.sweepStaleSeconds * 1000, nowMs - SEND_LEASE_MS, limit)

@@ -5,7 +5,7 @@ import { consume, ingest } from "../support/apply";
 import { orderEvent, signedRequest } from "../support/bloobank";
 import { call, type Harness, harness, resetDb, rows } from "../support/worker";
 
-const TOKEN = "admin-test-token-0123456789";
+const TOKEN = "admin-test-token-0123456789abcdef0123456789";
 beforeEach(resetDb);
 
 const admin = () => harness({ ADMIN_TOKEN: TOKEN });
@@ -150,7 +150,7 @@ describe("deliveries", () => {
 });
 
 describe("resources, effects, rejections", () => {
-	it("reads a resource in the shape DESIGN.md fixes", async () => {
+	it("reads a resource in the shape docs/design.md fixes", async () => {
 		const h = admin();
 		await consume(h, [await ingest(h, "res-1", { id: "ord_res", ordVersion: 3, status: "SUCCESS", amount: 250 })]);
 		const r = await (await get(h, "/admin/resources/bloobank/payment_order/ord_res")).json<Record<string, unknown>>();
@@ -163,11 +163,13 @@ describe("resources, effects, rejections", () => {
 			"type",
 			"updatedAt",
 			"version",
+			"wallet",
 		]);
 		expect(r).toMatchObject({
 			provider: "bloobank",
 			type: "payment_order",
 			id: "ord_res",
+			wallet: "w1",
 			status: "SUCCESS",
 			version: 3,
 			source: "webhook",

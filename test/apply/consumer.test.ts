@@ -102,15 +102,20 @@ describe("version-monotonic state, whatever the delivery order", () => {
 		expect(await rows("SELECT count(*) AS n FROM effects")).toEqual([{ n: 1 }]);
 	});
 
-	it("an older snapshot never overwrites a newer one, and equal versions change nothing", async () => {
+	it("an older snapshot never overwrites a newer one; an equal version wins only with a final status", async () => {
 		const h = harness();
 		await consume(h, [await ingest(h, "eq-v5", { id: "ord-eq", ordVersion: 5, status: "PROCESSING", amount: 1 })]);
 		await consume(h, [await ingest(h, "eq-v4", { id: "ord-eq", ordVersion: 4, status: "SUCCESS", amount: 2 })]);
-		await consume(h, [await ingest(h, "eq-v5b", { id: "ord-eq", ordVersion: 5, status: "SUCCESS", amount: 3 })]);
+		await consume(h, [await ingest(h, "eq-v5b", { id: "ord-eq", ordVersion: 5, status: "PROCESSING", amount: 3 })]);
 		const [r] = await rows<{ version: number; status: string; data: string }>("SELECT * FROM resources");
 		expect(r?.version).toBe(5);
 		expect(r?.status).toBe("PROCESSING");
 		expect(JSON.parse(r?.data ?? "{}").amount).toBe(1);
+		expect(await rows("SELECT message_id, status, note FROM deliveries ORDER BY id")).toEqual([
+			{ message_id: "eq-v5", status: "processed", note: null },
+			{ message_id: "eq-v4", status: "stale", note: null },
+			{ message_id: "eq-v5b", status: "stale", note: "same_version" },
+		]);
 	});
 
 	it("applies reconcile snapshots through the same writer, marked source=reconcile", async () => {
@@ -261,12 +266,12 @@ describe("failures", () => {
 		const msg = await ingest(h, "poison-1", { id: "ord-poison", ordVersion: 1, status: "PENDING" });
 		// Simulate a stored body the current code cannot parse (e.g. written by an older version).
 		await env.DB.prepare("UPDATE deliveries SET raw_body = ? WHERE id = ?")
-			.bind('{"messageId": "poison-1", "event": "payment_order.x", "data": {"ordVersion": 1}}', msg.deliveryId)
+			.bind('{"messageId": "poison-1", "event": "payment_order.x", "data": ', msg.deliveryId)
 			.run();
 		const result = await consume(h, [msg]);
 		expect(result.explicitAcks).toHaveLength(1);
 		expect(await rows("SELECT status, last_error FROM deliveries")).toEqual([
-			{ status: "failed", last_error: "unparseable: malformed_resource" },
+			{ status: "failed", last_error: "unparseable: invalid_json" },
 		]);
 		// The fix: here, the body is restored; in life, a deploy that parses it.
 		await env.DB.prepare("UPDATE deliveries SET raw_body = ? WHERE id = ?")

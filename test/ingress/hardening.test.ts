@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { ConfigError, parseConfig } from "../../src/env";
+import { ConfigError, parseWebhookConfig } from "../../src/env";
 import { ipAllowed, parseCidr } from "../../src/ingress/cidr";
 import { REJECTION_LOG_CAP } from "../../src/ingress/rejections";
 import { orderEvent, signedRequest } from "../support/bloobank";
@@ -52,13 +52,14 @@ describe("CIDR matching", () => {
 	])("refuses %s", (bad) => expect(parseCidr(bad)).toBeNull());
 
 	it("a malformed ALLOWED_SOURCE_CIDRS is a clear configuration error", () => {
-		expect(() => parseConfig({ ALLOWED_SOURCE_CIDRS: "10.0.0.0/8, 300.1.1.1/8" } as never)).toThrow(ConfigError);
-		expect(() => parseConfig({ ALLOWED_SOURCE_CIDRS: "10.0.0.0/8, 300.1.1.1/8" } as never)).toThrow(/300\.1\.1\.1\/8/);
+		const parse = () => parseWebhookConfig({ ALLOWED_SOURCE_CIDRS: "10.0.0.0/8, 300.1.1.1/8" } as never);
+		expect(parse).toThrow(ConfigError);
+		expect(parse).toThrow(/300\.1\.1\.1\/8/);
 	});
 });
 
 describe("source allow-list", () => {
-	it("403 outside the list (recorded), 200 inside, 403 without CF-Connecting-IP", async () => {
+	it("a stale list cannot lose deliveries: 503 outside the list (recorded, retried), 200 inside, 503 without CF-Connecting-IP; IPv4-mapped IPv6 matches IPv4 rules", async () => {
 		const h = harness({ ALLOWED_SOURCE_CIDRS: "203.0.113.0/24,2001:db8::/32" });
 		const req = async (ip: string | null, n: number) =>
 			call(
@@ -68,21 +69,27 @@ describe("source allow-list", () => {
 					ip ? { headers: { "cf-connecting-ip": ip } } : {},
 				),
 			);
-		expect((await req("198.51.100.1", 1)).status).toBe(403);
-		expect((await req(null, 2)).status).toBe(403);
+		const outside = await req("198.51.100.1", 1);
+		expect(outside.status).toBe(503);
+		expect(outside.headers.get("retry-after")).toBe("10");
+		expect((await req(null, 2)).status).toBe(503);
 		expect((await req("203.0.113.9", 3)).status).toBe(200);
 		expect((await req("2001:db8::42", 4)).status).toBe(200);
+		expect((await req("::ffff:203.0.113.10", 5)).status).toBe(200);
+		expect((await req("::ffff:cb00:710b", 6)).status).toBe(200);
+		expect((await req("::ffff:198.51.100.1", 7)).status).toBe(503);
 		expect(await rows("SELECT reason, status, ip FROM rejections ORDER BY seq")).toEqual([
-			{ reason: "source_not_allowed", status: 403, ip: "198.51.100.1" },
-			{ reason: "source_not_allowed", status: 403, ip: null },
+			{ reason: "source_not_allowed", status: 503, ip: "198.51.100.1" },
+			{ reason: "source_not_allowed", status: 503, ip: null },
+			{ reason: "source_not_allowed", status: 503, ip: "::ffff:198.51.100.1" },
 		]);
 	});
 
-	it("a malformed list answers 500 (retryable), never 4xx", async () => {
+	it("a malformed list answers 503 (retryable), never 4xx", async () => {
 		const h = harness({ ALLOWED_SOURCE_CIDRS: "nonsense" });
 		expect(
 			(await call(h, await signedRequest(orderEvent("c", { id: "o", ordVersion: 1, status: "PENDING" })))).status,
-		).toBe(500);
+		).toBe(503);
 	});
 });
 

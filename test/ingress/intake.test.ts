@@ -224,7 +224,13 @@ describe("status codes", () => {
 				else controller.close();
 			},
 		});
-		const req = new Request("https://receiver.test/webhooks/bloobank", { method: "POST", body: stream });
+		// Plausible signature headers: without them the request is refused before its body is read.
+		const ts = String(Date.now());
+		const req = new Request("https://receiver.test/webhooks/bloobank", {
+			method: "POST",
+			body: stream,
+			headers: { "x-bloobank-timestamp": ts, "x-bloobank-signature": `t=${ts},v1=${"0".repeat(64)}` },
+		});
 		expect(req.headers.get("content-length")).toBeNull();
 		const res = await call(h, req);
 		expect(res.status).toBe(413);
@@ -272,20 +278,20 @@ describe("status codes", () => {
 		expect((await rejections())[0]?.reason).toBe("invalid_utf8");
 	});
 
-	it("404 for an unknown provider and for a provider without secrets", async () => {
+	it("404 for an unknown provider; 503 (retried) for a known provider whose secrets are unset", async () => {
 		const h = harness();
 		expect((await call(h, await signedRequest(order(33), { path: "/webhooks/nope" }))).status).toBe(404);
 		const boldOff = harness({ BOLD_WEBHOOK_SECRETS: "" });
-		expect((await call(boldOff, await signedRequest(order(33), { path: "/webhooks/bold" }))).status).toBe(404);
+		expect((await call(boldOff, await signedRequest(order(33), { path: "/webhooks/bold" }))).status).toBe(503);
 		expect((await call(h, await signedRequest(order(33), { path: "/webhooks/__proto__" }))).status).toBe(404);
 		const off = harness({ BLOOBANK_WEBHOOK_SECRETS: "" });
-		expect((await call(off, await signedRequest(order(33)))).status).toBe(404);
+		expect((await call(off, await signedRequest(order(33)))).status).toBe(503);
 		expect((await call(h, await signedRequest(order(33), { path: `/webhooks/${"x".repeat(40)}` }))).status).toBe(404);
 		expect(await rows("SELECT provider, reason, status FROM rejections ORDER BY seq")).toEqual([
 			{ provider: "nope", reason: "unknown_provider", status: 404 },
-			{ provider: "bold", reason: "provider_disabled", status: 404 },
+			{ provider: "bold", reason: "provider_not_configured", status: 503 },
 			{ provider: "__proto__", reason: "unknown_provider", status: 404 },
-			{ provider: "bloobank", reason: "provider_disabled", status: 404 },
+			{ provider: "bloobank", reason: "provider_not_configured", status: 503 },
 			{ provider: "(invalid)", reason: "unknown_provider", status: 404 },
 		]);
 	});
@@ -305,7 +311,7 @@ describe("status codes", () => {
 });
 
 describe("WEBHOOK_PATH_TOKEN", () => {
-	const token = "p4th-t0ken-0123456789";
+	const token = "p4th-t0ken-0123456789abcdef0123456789";
 	it("serves only the tokened path", async () => {
 		const h = harness({ WEBHOOK_PATH_TOKEN: token });
 		expect((await call(h, await signedRequest(order(40)))).status).toBe(404);
@@ -331,8 +337,8 @@ describe("logs", () => {
 			vi.spyOn(console, "warn").mockImplementation(capture),
 			vi.spyOn(console, "error").mockImplementation(capture),
 		];
-		const pathToken = "path-token-never-logged-42";
-		const adminToken = "admin-token-never-logged-42";
+		const pathToken = "path-token-never-logged-42-0123456789abcdef";
+		const adminToken = "admin-token-never-logged-42-0123456789abcdef";
 		try {
 			const h = harness({ WEBHOOK_PATH_TOKEN: pathToken, ADMIN_TOKEN: adminToken });
 			const path = `/webhooks/bloobank/${pathToken}`;

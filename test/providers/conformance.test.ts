@@ -109,8 +109,18 @@ describe.each(SENDERS)("$name conformance", (sender) => {
 		expect(row?.note).toBeTruthy();
 	});
 
-	it("a signed but malformed body: 500, recorded, nothing stored", async () => {
+	it("a signed event we do not model (malformed resource) is stored, ignored with a note, and answered 2xx", async () => {
 		const { h, res } = await send(sender, sender.malformed("msg-m"), { messageId: "msg-m" });
+		expect(res.status).toBe(200);
+		expect(h.events.sent).toHaveLength(0);
+		const stored = await rows<{ status: string; note: string | null }>("SELECT status, note FROM deliveries");
+		expect(stored).toHaveLength(1);
+		expect(stored[0]?.status).toBe("ignored");
+		expect(stored[0]?.note).toBeTruthy();
+	});
+
+	it("a signed body that is not JSON: 500 (retried), recorded, nothing stored", async () => {
+		const { h, res } = await send(sender, "{not json", { messageId: "msg-nj" });
 		expect(res.status).toBe(500);
 		expect(h.events.sent).toHaveLength(0);
 		expect(await rows("SELECT count(*) AS n FROM deliveries")).toEqual([{ n: 0 }]);

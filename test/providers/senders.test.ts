@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/env";
+import { decodeSecret, parseWebhookConfig } from "../../src/env";
 import { verifyStandard } from "../../src/providers/standard";
+import { consume } from "../support/apply";
 import { hmacHex } from "../support/bloobank";
 import { boldSender, pazySender, senderRequest } from "../support/senders";
 import { call, harness, resetDb, rows } from "../support/worker";
@@ -18,29 +19,33 @@ describe("Standard Webhooks", () => {
 					"v1,bm9ldHUjKzFob2VudXRob2VodWUzMjRvdWVvdW9ldQo= v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
 			}),
 			body: new TextEncoder().encode('{"test": 2432232314}'),
-			secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+			keys: [decodeSecret("standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "utf8") as Uint8Array],
 			nowMs: 1614265330_000,
-			config: parseConfig({} as never),
+			config: parseWebhookConfig({} as never),
 		});
 		expect(result).toEqual({ ok: true });
 	});
 });
 
 describe("Pazy", () => {
-	it("a payment re-sent under a new event id with the same paymentId changes nothing", async () => {
+	it("paymentId is the resource, not the event: a new event id for the same payment and type is stored and goes through the version rule", async () => {
 		const h = harness();
 		const first = pazySender.event("evt-1", "pay-1", 1, "SUCCEEDED");
 		expect((await call(h, await senderRequest(pazySender, first, { messageId: "evt-1" }))).status).toBe(200);
-		const resent = first.replace('"evt-1"', '"evt-2"');
-		expect((await call(h, await senderRequest(pazySender, resent, { messageId: "evt-2" }))).status).toBe(200);
-		expect(h.events.sent).toHaveLength(1);
-		expect(await rows("SELECT message_id, duplicates, dedupe_key FROM deliveries")).toEqual([
-			{ message_id: "evt-1", duplicates: 1, dedupe_key: "payment.succeeded:pay-1" },
+		// The same payment and type under a new event id, a later event time: not a duplicate.
+		const later = pazySender.event("evt-2", "pay-1", 2, "SUCCEEDED");
+		expect((await call(h, await senderRequest(pazySender, later, { messageId: "evt-2" }))).status).toBe(200);
+		// And an older one under a third id: stored, then stale.
+		const older = pazySender.event("evt-0", "pay-1", 0, "PENDING");
+		expect((await call(h, await senderRequest(pazySender, older, { messageId: "evt-0" }))).status).toBe(200);
+		expect(h.events.sent).toHaveLength(3);
+		for (const m of h.events.sent) await consume(h, [m]);
+		expect(await rows("SELECT message_id, duplicates, status FROM deliveries ORDER BY id")).toEqual([
+			{ message_id: "evt-1", duplicates: 0, status: "processed" },
+			{ message_id: "evt-2", duplicates: 0, status: "processed" },
+			{ message_id: "evt-0", duplicates: 0, status: "stale" },
 		]);
-		// A different transition of the same payment is a new delivery.
-		const refund = pazySender.event("evt-3", "pay-1", 2, "REFUNDED");
-		expect((await call(h, await senderRequest(pazySender, refund, { messageId: "evt-3" }))).status).toBe(200);
-		expect(h.events.sent).toHaveLength(2);
+		expect(await rows("SELECT id, status FROM resources")).toEqual([{ id: "pay-1", status: "SUCCEEDED" }]);
 	});
 
 	it("records X-Pazy-Webhook-Attempt", async () => {
@@ -83,7 +88,7 @@ describe("Bold", () => {
 		]);
 	});
 
-	it("refuses an invalid eventName with 500", async () => {
+	it("a signed event with an invalid eventName is stored and ignored with a note, answered 2xx", async () => {
 		const h = harness();
 		const body = JSON.stringify({
 			eventId: "e",
@@ -94,6 +99,29 @@ describe("Bold", () => {
 			majorVersion: 1,
 			minorVersion: 0,
 		});
-		expect((await call(h, await senderRequest(boldSender, body, { messageId: "e" }))).status).toBe(500);
+		expect((await call(h, await senderRequest(boldSender, body, { messageId: "e" }))).status).toBe(200);
+		expect(await rows("SELECT status, note FROM deliveries")).toEqual([
+			{ status: "ignored", note: "eventName is not domain.action" },
+		]);
+	});
+
+	it.each([
+		["a numeric entityId", { entityId: 42 }, "entity, entityId (a string) and occurredOn are required"],
+		["majorVersion as a string", { majorVersion: "1" }, "majorVersion and minorVersion must be non-negative integers"],
+	])("a signed event with %s is stored and ignored with a note, not refused", async (_, change, note) => {
+		const h = harness();
+		const body = JSON.stringify({
+			eventId: "e2",
+			eventName: "charge.paid",
+			entity: "charge",
+			entityId: "c1",
+			occurredOn: "2026-01-01T00:00:00Z",
+			majorVersion: 1,
+			minorVersion: 0,
+			...change,
+		});
+		expect((await call(h, await senderRequest(boldSender, body, { messageId: "e2" }))).status).toBe(200);
+		expect(await rows("SELECT status, note FROM deliveries")).toEqual([{ status: "ignored", note }]);
+		expect(h.events.sent).toHaveLength(0);
 	});
 });

@@ -50,11 +50,13 @@ afterEach(() => vi.restoreAllMocks());
 
 const h0 = (vars: Record<string, string> = {}) => harness({ ...RECONCILE_VARS, ...vars });
 
+const ADMIN = "reconcile-test-admin-token-0123456789abcdef";
+
 async function post(h: Harness, path: string): Promise<Response> {
 	const ctx = createExecutionContext();
 	const res = await worker.fetch(
-		new Request(`https://receiver.test${path}`, { method: "POST", headers: { authorization: "Bearer t" } }),
-		{ ...h.env, ADMIN_TOKEN: "t" },
+		new Request(`https://receiver.test${path}`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } }),
+		{ ...h.env, ADMIN_TOKEN: ADMIN },
 		ctx,
 	);
 	await waitOnExecutionContext(ctx);

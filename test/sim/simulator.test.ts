@@ -1,8 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { envelope, expectedResource, SIM_PROVIDERS, signDelivery } from "../../scripts/sim/signing";
 import { simulate } from "../../scripts/sim/simulate";
-import { parseConfig } from "../../src/env";
-import { getProvider } from "../../src/providers";
+import { parseWebhookConfig } from "../../src/env";
+import { getProvider, verifyDelivery } from "../../src/providers";
 import type { QueueMessage } from "../../src/queue/messages";
 import { consume } from "../support/apply";
 import { call, harness, resetDb } from "../support/worker";
@@ -24,13 +24,13 @@ describe.each(SIM_PROVIDERS)("the simulator signs %s deliveries the receiver acc
 	it("verifies and parses to the resource the simulator expects", async () => {
 		const provider = getProvider(name);
 		if (!provider) throw new Error(name);
-		const config = parseConfig(TEST_VARS as never);
+		const config = parseWebhookConfig(TEST_VARS as never);
 		const body = envelope(name, "sim-msg-1", state);
 		const headers = new Headers(await signDelivery(name, TEST_SECRETS[name][0], body, "sim-msg-1", Date.now()));
-		const verified = await provider.verify({
+		const verified = await verifyDelivery(provider, {
 			headers,
 			body: new TextEncoder().encode(body),
-			secrets: TEST_SECRETS[name],
+			keys: config.keys[name],
 			nowMs: Date.now(),
 			config,
 		});
@@ -45,10 +45,10 @@ describe.each(SIM_PROVIDERS)("the simulator signs %s deliveries the receiver acc
 			status: want.status,
 		});
 		// And one flipped character is refused.
-		const tampered = await provider.verify({
+		const tampered = await verifyDelivery(provider, {
 			headers,
 			body: new TextEncoder().encode(body.replace("ord_sim", "ord_sin")),
-			secrets: TEST_SECRETS[name],
+			keys: config.keys[name],
 			nowMs: Date.now(),
 			config,
 		});
@@ -58,14 +58,14 @@ describe.each(SIM_PROVIDERS)("the simulator signs %s deliveries the receiver acc
 
 describe("a short simulation against the local Worker", () => {
 	it.each(SIM_PROVIDERS)("%s: 50 orders, duplicates, shuffled: zero mismatches", async (name) => {
-		const h = harness({ ADMIN_TOKEN: "sim-admin" });
+		const h = harness({ ADMIN_TOKEN: "sim-admin-token-0123456789abcdef0123456789" });
 		let drained = 0;
 		const report = await simulate(
 			{
 				url: "https://receiver.test",
 				provider: name,
 				secret: TEST_SECRETS[name][1],
-				adminToken: "sim-admin",
+				adminToken: "sim-admin-token-0123456789abcdef0123456789",
 				orders: 50,
 				concurrency: 8,
 				duplicateRate: 0.3,
@@ -93,13 +93,13 @@ describe("a short simulation against the local Worker", () => {
 	});
 
 	it("reports a mismatch when the receiver misses a delivery (the check can fail)", async () => {
-		const h = harness({ ADMIN_TOKEN: "sim-admin" });
+		const h = harness({ ADMIN_TOKEN: "sim-admin-token-0123456789abcdef0123456789" });
 		const report = await simulate(
 			{
 				url: "https://receiver.test",
 				provider: "bloobank",
 				secret: TEST_SECRETS.bloobank[0],
-				adminToken: "sim-admin",
+				adminToken: "sim-admin-token-0123456789abcdef0123456789",
 				orders: 5,
 				concurrency: 2,
 				duplicateRate: 0,
@@ -114,7 +114,7 @@ describe("a short simulation against the local Worker", () => {
 	});
 
 	it("redelivers on 503 following the schedule, and treats a BlooBank 4xx as permanent", async () => {
-		const h = harness({ ADMIN_TOKEN: "sim-admin" });
+		const h = harness({ ADMIN_TOKEN: "sim-admin-token-0123456789abcdef0123456789" });
 		let n = 0;
 		const sleeps: number[] = [];
 		const report = await simulate(

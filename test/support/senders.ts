@@ -138,7 +138,7 @@ export const standardSender: Sender = {
 	event: (_messageId, id, version, status) =>
 		JSON.stringify({ type: `invoice.${status.toLowerCase()}`, timestamp: at(version), data: { id, status } }),
 	unmodelled: () => JSON.stringify({ type: "ping", data: {} }),
-	malformed: () => "not json at all",
+	malformed: () => JSON.stringify({ type: "order.paid", data: { status: "x" } }),
 	async headers(body, o) {
 		const date = new Date(o.nowMs ?? Date.now());
 		const signature = new Webhook(o.secret ?? TEST_SECRETS.standard[0]).sign(o.messageId, date, o.signedBody ?? body);

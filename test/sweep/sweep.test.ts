@@ -52,6 +52,8 @@ describe("alerts", () => {
 		oldestUnprocessedMs: null,
 		failedDeliveries: 0,
 		lastReconcileRepairs: null,
+		misconfigured: {},
+		configProblem: null,
 	};
 	const now = Date.parse("2026-11-30T12:00:30Z");
 
@@ -66,6 +68,17 @@ describe("alerts", () => {
 		["a dead-lettered delivery", { failedDeliveries: 1 }, "dead_letters"],
 		["a reconcile run with repairs", { lastReconcileRepairs: { runId: "r", repaired: 2 } }, "reconcile_repairs"],
 		["a reconcile run without repairs", { lastReconcileRepairs: { runId: "r", repaired: 0 } }, null],
+		["a variable that does not parse", { configProblem: "BOLD_WEBHOOK_SECRETS" }, "config_error"],
+		[
+			"deliveries to a provider without secrets",
+			{ misconfigured: { provider_not_configured: 3 } },
+			"provider_not_configured",
+		],
+		[
+			"deliveries from outside ALLOWED_SOURCE_CIDRS",
+			{ misconfigured: { source_not_allowed: 1 } },
+			"source_not_allowed",
+		],
 	])("%s", (_name, signals, fires) => {
 		const firing = evaluate({ ...quiet, ...signals }, now);
 		expect([...firing.keys()]).toEqual(fires === null ? [] : [fires]);
