@@ -51,6 +51,7 @@ describe("alerts", () => {
 		ackP99Ms: 20,
 		oldestUnprocessedMs: null,
 		failedDeliveries: 0,
+		failedEffects: 0,
 		lastReconcileRepairs: null,
 	};
 	const now = Date.parse("2026-11-30T12:00:30Z");
@@ -64,6 +65,7 @@ describe("alerts", () => {
 		["backlog 10 minutes", { oldestUnprocessedMs: now - 600_000 }, null],
 		["backlog over 10 minutes", { oldestUnprocessedMs: now - 600_001 }, "backlog"],
 		["a dead-lettered delivery", { failedDeliveries: 1 }, "dead_letters"],
+		["an effect given up as failed", { failedEffects: 1 }, "failed_effects"],
 		["a reconcile run with repairs", { lastReconcileRepairs: { runId: "r", repaired: 2 } }, "reconcile_repairs"],
 		["a reconcile run without repairs", { lastReconcileRepairs: { runId: "r", repaired: 0 } }, null],
 	])("%s", (_name, signals, fires) => {
