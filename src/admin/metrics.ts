@@ -9,10 +9,7 @@ export async function readMetrics(db: D1Database, nowMs: number, lastReconcile: 
 			.prepare("SELECT reason, sum(count) AS n FROM rejection_counts WHERE minute >= ?1 GROUP BY reason")
 			.bind(Math.floor((nowMs - REJECTION_WINDOW_MS) / 60_000)),
 		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
-		db.prepare(
-			`SELECT CASE WHEN status = 'pending' AND last_error IS NOT NULL THEN 'failed' ELSE status END AS s, count(*) AS n
-       FROM effects GROUP BY s`,
-		),
+		db.prepare("SELECT status AS s, count(*) AS n FROM effects GROUP BY status"),
 		db.prepare("SELECT currency, count, amount FROM settled_totals ORDER BY currency"),
 	]);
 

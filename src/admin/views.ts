@@ -177,7 +177,7 @@ interface EffectRow {
 	done_at: number | null;
 }
 
-/** Effect status filter: `pending`, `done`, or `failed` (pending with at least one failed attempt). */
+/** Effect status filter: `pending` (including ones retrying after a failed attempt), `done`, or `failed` (given up after EFFECT_MAX_ATTEMPTS). */
 export async function listEffects(
 	db: D1Database,
 	status: string | undefined,
@@ -188,7 +188,7 @@ export async function listEffects(
 		.prepare(
 			`SELECT id, provider, resource_type, resource_id, kind, status, attempts, last_error, created_at, done_at
        FROM effects
-       WHERE id < ?1 AND (?2 IS NULL OR (?2 = 'failed' AND status = 'pending' AND last_error IS NOT NULL) OR status = ?2)
+       WHERE id < ?1 AND (?2 IS NULL OR status = ?2)
        ORDER BY id DESC LIMIT ?3`,
 		)
 		.bind(below, status ?? null, limit + 1)

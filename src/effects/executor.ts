@@ -22,6 +22,15 @@ export interface ClaimedEffectRow {
 /** SELECT list shared by every statement that claims effects. */
 export const CLAIMED_EFFECT_COLUMNS = "id, kind, attempts, payload";
 
+/**
+ * Attempts before an effect is given up: it becomes `failed`, the `failed_effects` alert fires
+ * (src/sweep/alerts.ts), and only `POST /admin/effects/:id/retry` runs it again, with a fresh
+ * budget. With the backoff below, the waits after attempts 1..9 are 1, 2, 4, 8, 16, 32, 60, 60
+ * and 60 minutes: the 10th attempt comes about 4 h 3 min after the first (plus up to a minute per
+ * attempt for the sweep's tick), so an outage of the called system of up to ~4 h heals by itself.
+ */
+export const EFFECT_MAX_ATTEMPTS = 10;
+
 /** Backoff for a failed effect: 1, 2, 4 ... minutes, capped at an hour. */
 export function effectRetryDelayMs(attempts: number): number {
 	return Math.min(60 * 60_000, 60_000 * 2 ** Math.max(0, attempts - 1));
@@ -40,12 +49,16 @@ function markDone(db: D1Database, id: number, nowMs: number): D1PreparedStatemen
 		.bind(id, nowMs);
 }
 
+/** Counts the failed attempt in SQL, so racing executors cannot stretch the budget. */
 function markRetry(db: D1Database, id: number, attempts: number, error: string, nowMs: number): D1PreparedStatement {
 	return db
 		.prepare(
-			"UPDATE effects SET attempts = attempts + 1, last_error = ?2, claimed_until = ?3 WHERE id = ?1 AND status = 'pending'",
+			`UPDATE effects SET attempts = attempts + 1, last_error = ?2,
+         status = CASE WHEN attempts + 1 >= ?4 THEN 'failed' ELSE 'pending' END,
+         claimed_until = CASE WHEN attempts + 1 >= ?4 THEN 0 ELSE ?3 END
+       WHERE id = ?1 AND status = 'pending'`,
 		)
-		.bind(id, error, nowMs + effectRetryDelayMs(attempts + 1));
+		.bind(id, error, nowMs + effectRetryDelayMs(attempts + 1), EFFECT_MAX_ATTEMPTS);
 }
 
 export interface ExecuteReport {
@@ -73,7 +86,10 @@ export async function executeEffects(
 				return { row, statements: [...writes, markDone(db, row.id, nowMs)], error: null };
 			} catch (err) {
 				const error = errorMessage(err);
-				log("warn", "effect_failed", { effectId: row.id, kind: row.kind, attempts: row.attempts + 1, error });
+				const attempts = row.attempts + 1;
+				if (attempts >= EFFECT_MAX_ATTEMPTS)
+					log("error", "effect_gave_up", { effectId: row.id, kind: row.kind, attempts, error });
+				else log("warn", "effect_failed", { effectId: row.id, kind: row.kind, attempts, error });
 				return { row, statements: [markRetry(db, row.id, row.attempts, error, nowMs)], error };
 			}
 		}),
@@ -108,4 +124,30 @@ export async function retryPendingEffects(env: Env, config: Config, nowMs: numbe
 		.bind(nowMs + EFFECT_CLAIM_MS, nowMs, limit)
 		.all<ClaimedEffectRow>();
 	return executeEffects(env, config, claimed.results, nowMs);
+}
+
+export type HandRetry = { claimed: ClaimedEffectRow } | { status: string } | null;
+
+/**
+ * `POST /admin/effects/:id/retry`: a `failed` effect goes back to `pending` with a fresh budget
+ * (attempts from 0), claimed by the caller to run now; if that run dies, the sweep takes it over
+ * when the claim lapses. Only a `failed` effect moves, in one statement, so two concurrent retries
+ * claim it once; and its D1 writes still commit with "mark done", which the `effects_done_once`
+ * trigger (migrations/0001) lets happen once. Returns the effect's status when it is not failed,
+ * null when there is no such effect.
+ */
+export async function claimForHandRetry(db: D1Database, id: number, nowMs: number): Promise<HandRetry> {
+	const [claimed, current] = await db.batch<ClaimedEffectRow & { status: string }>([
+		db
+			.prepare(
+				`UPDATE effects SET status = 'pending', attempts = 0, claimed_until = ?2
+         WHERE id = ?1 AND status = 'failed' RETURNING ${CLAIMED_EFFECT_COLUMNS}`,
+			)
+			.bind(id, nowMs + EFFECT_CLAIM_MS),
+		db.prepare("SELECT status FROM effects WHERE id = ?1").bind(id),
+	]);
+	const row = claimed?.results[0];
+	if (row) return { claimed: row };
+	const status = current?.results[0]?.status;
+	return status === undefined ? null : { status };
 }

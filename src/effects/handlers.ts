@@ -7,7 +7,9 @@
  *   Send `effect.id` as an idempotency key to whatever you call.
  * - `writes`: D1 statements committed in the same transaction that marks the effect done:
  *   exactly once, even if two executors race.
- * A handler that throws leaves the effect `pending`; the sweep cron retries it with backoff.
+ * A handler that throws leaves the effect `pending`; the sweep cron retries it with backoff, and
+ * after EFFECT_MAX_ATTEMPTS (src/effects/executor.ts) marks it `failed`, alerts, and leaves it to
+ * `POST /admin/effects/:id/retry`.
  */
 import type { Config, Env } from "../env";
 import { log } from "../log";
@@ -56,7 +58,13 @@ export const handlers: Record<EffectKind, EffectHandler> = {
 				wallet: p.wallet,
 				version: p.version,
 			});
-			await postAlert(ctx.config, { alert: "payment_failed", order: p }, `effect-${effect.id}`);
+			const amount = p.amount !== null && p.currency !== null ? `, ${p.amount} ${p.currency}` : "";
+			await postAlert(
+				ctx.config,
+				`payment failed: ${p.provider} ${p.type} ${p.id}${p.wallet ? ` (wallet ${p.wallet})` : ""} v${p.version}${amount}`,
+				{ alert: "payment_failed", order: p },
+				`effect-${effect.id}`,
+			);
 		},
 	},
 	hold_released: {

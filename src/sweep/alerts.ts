@@ -4,9 +4,10 @@
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 
+import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
 import { type Config, configProblem, type Env } from "../env";
 import { errorMessage, log } from "../log";
-import { postAlert } from "../notify";
+import { AlertRejected, postAlert } from "../notify";
 import { VERIFY_FAILURES } from "../providers/types";
 
 export const SIGNATURE_FAILURE_MINUTES = 5;
@@ -20,6 +21,8 @@ export interface Signals {
 	ackP99Ms: number | null;
 	oldestUnprocessedMs: number | null;
 	failedDeliveries: number;
+	/** Effects given up after EFFECT_MAX_ATTEMPTS (status `failed`), waiting for a hand retry. */
+	failedEffects: number;
 	lastReconcileRepairs: { runId: string; repaired: number } | null;
 	/** Refusals that are our configuration's fault, by reason, over the last CONFIG_ALERT_MINUTES. */
 	misconfigured: Partial<Record<MisconfiguredReason, number>>;
@@ -40,6 +43,7 @@ export type AlertName =
 	| "ack_latency"
 	| "backlog"
 	| "dead_letters"
+	| "failed_effects"
 	| "reconcile_repairs"
 	| "config_error"
 	| MisconfiguredReason;
@@ -59,6 +63,12 @@ export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
 		firing.set("backlog", `oldest unprocessed delivery is ${Math.round((nowMs - s.oldestUnprocessedMs) / 1000)} s old`);
 	}
 	if (s.failedDeliveries > 0) firing.set("dead_letters", `${s.failedDeliveries} deliveries failed (dead-lettered)`);
+	if (s.failedEffects > 0) {
+		firing.set(
+			"failed_effects",
+			`${s.failedEffects} effects failed after ${EFFECT_MAX_ATTEMPTS} attempts (retry: POST /admin/effects/:id/retry)`,
+		);
+	}
 	if (s.lastReconcileRepairs && s.lastReconcileRepairs.repaired > 0) {
 		firing.set(
 			"reconcile_repairs",
@@ -81,7 +91,7 @@ export async function readSignals(
 	const thisMinute = Math.floor(nowMs / 60_000);
 	// Every verify failure is a signature or timestamp problem (the 401s).
 	const reasons = JSON.stringify(VERIFY_FAILURES);
-	const [perMinute, p99, oldest, failed, reconcile, misconfigured] = await db.batch<
+	const [perMinute, p99, oldest, failed, failedEffects, reconcile, misconfigured] = await db.batch<
 		Record<string, number | string | null>
 	>([
 		db
@@ -100,6 +110,7 @@ export async function readSignals(
 			.bind(nowMs - ACK_WINDOW_MS),
 		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
 		db.prepare("SELECT count(*) AS n FROM deliveries WHERE status = 'failed'"),
+		db.prepare("SELECT count(*) AS n FROM effects WHERE status = 'failed'"),
 		db.prepare(
 			"SELECT id, repaired FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
 		),
@@ -120,6 +131,7 @@ export async function readSignals(
 		ackP99Ms: p99?.results[0] ? Number(p99.results[0].ack_ms) : null,
 		oldestUnprocessedMs: typeof oldest?.results[0]?.oldest === "number" ? oldest.results[0].oldest : null,
 		failedDeliveries: Number(failed?.results[0]?.n ?? 0),
+		failedEffects: Number(failedEffects?.results[0]?.n ?? 0),
 		lastReconcileRepairs: run ? { runId: String(run.id), repaired: Number(run.repaired) } : null,
 		misconfigured: Object.fromEntries((misconfigured?.results ?? []).map((r) => [String(r.reason), Number(r.n)])),
 		configProblem,
@@ -160,11 +172,16 @@ export async function runAlerts(env: Env, config: Config, nowMs: number): Promis
 		try {
 			await postAlert(
 				config,
+				`${t.name} ${t.state}: ${t.detail}`,
 				{ alert: t.name, state: t.state, detail: t.detail, at: new Date(nowMs).toISOString() },
 				`${t.name}-${t.state}-${nowMs}`,
 			);
 		} catch (err) {
-			log("error", "alert_not_delivered", { alert: t.name, error: errorMessage(err) });
+			// Not delivered, so not recorded: the next tick tries again. A 4xx (the target refuses
+			// the alert) was logged once with its reason by postAlert; repeating it every minute adds
+			// nothing, while a 5xx or a timeout is the target's transient trouble and is logged each time.
+			if (!(err instanceof AlertRejected))
+				log("error", "alert_not_delivered", { alert: t.name, error: errorMessage(err) });
 			return [];
 		}
 	}

@@ -2,7 +2,8 @@
  * The frequent cron. It does bounded catch-up work only:
  * - re-send deliveries left `received` (their send failed or the worker died) or `enqueued` but
  *   never applied, once older than SWEEP_STALE_SECONDS (docs/design.md invariant 3);
- * - retry effects whose execution failed or whose executor died (invariant 6);
+ * - retry effects whose execution failed or whose executor died (docs/design.md invariant 6),
+ *   until EFFECT_MAX_ATTEMPTS marks them `failed` (src/effects/executor.ts);
  * - prune expired bodies, dedupe keys and rejection records (retention.ts);
  * - evaluate the operational alerts (alerts.ts).
  */

@@ -29,6 +29,7 @@ const ROUTES: [string, string][] = [
 	["GET", "/admin/rejections"],
 	["GET", "/admin/resources/bloobank/payment_order/x"],
 	["GET", "/admin/effects"],
+	["POST", "/admin/effects/1/retry"],
 	["GET", "/admin/metrics"],
 ];
 
