@@ -12,6 +12,7 @@ import { deliveryMessage } from "../queue/messages";
 import { decodeUtf8, readBodyCapped } from "./body";
 import { ipAllowed } from "./cidr";
 import { recordDelivery, releaseSendToken } from "./inbox";
+import { clientKey, overLimit } from "./limit";
 
 export type Outcome = "accepted" | "resent" | "duplicate" | "ignored" | "rejected" | "unavailable";
 
@@ -49,9 +50,11 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 	if (config.allowedSourceCidrs && !(ctx.clientIp && ipAllowed(ctx.clientIp, config.allowedSourceCidrs))) {
 		return receipt(403, "rejected", "source_not_allowed");
 	}
-	if (env.WEBHOOK_RATE_LIMITER) {
-		const { success } = await env.WEBHOOK_RATE_LIMITER.limit({ key: provider.name });
-		if (!success) return receipt(503, "unavailable", "rate_limited");
+	// Per client, never per sender (limit.ts); allow-listed sources are not limited.
+	const listed =
+		config.allowedSourceCidrs !== null && ctx.clientIp !== null && ipAllowed(ctx.clientIp, config.allowedSourceCidrs);
+	if (!listed && (await overLimit(env.WEBHOOK_RATE_LIMITER, clientKey("webhook", ctx.clientIp)))) {
+		return receipt(503, "unavailable", "rate_limited");
 	}
 
 	const body = await readBodyCapped(request, config.maxBodyBytes);

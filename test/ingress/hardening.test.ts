@@ -86,24 +86,6 @@ describe("source allow-list", () => {
 	});
 });
 
-describe("rate limiting", () => {
-	it("over the limit answers 503 with Retry-After, never 429, and stores nothing", async () => {
-		let allowed = 1;
-		const limiter: RateLimit = { limit: async ({ key }) => ({ success: key === "bloobank" && allowed-- > 0 }) };
-		const h = harness({ WEBHOOK_RATE_LIMITER: limiter });
-		expect(
-			(await call(h, await signedRequest(orderEvent("rl-1", { id: "o1", ordVersion: 1, status: "PENDING" })))).status,
-		).toBe(200);
-		const limited = await call(
-			h,
-			await signedRequest(orderEvent("rl-2", { id: "o2", ordVersion: 1, status: "PENDING" })),
-		);
-		expect(limited.status).toBe(503);
-		expect(limited.headers.get("retry-after")).toBe("10");
-		expect(await rows("SELECT message_id FROM deliveries")).toEqual([{ message_id: "rl-1" }]);
-	});
-});
-
 describe("rejection log", () => {
 	it(`is a ring: at ${REJECTION_LOG_CAP} rows, each new sample overwrites the oldest`, async () => {
 		const h = harness();
