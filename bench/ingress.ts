@@ -10,7 +10,7 @@
  * its p50. On a 2-core machine the load generator shares the CPU with workerd: compare, don't quote.
  */
 import { envelope, signDelivery } from "../scripts/sim/signing";
-import { migrationQueries, saveResults, startWorker } from "./lib";
+import { migrate, saveResults, startWorker } from "./lib";
 
 const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
 const LEVELS = [
@@ -120,17 +120,14 @@ function printLine(conc: number, label: string, r: Run, vs: Run | null, extra = 
 }
 
 export async function benchIngress() {
-	const receiver = await startWorker("bench/receiver.worker.ts", "wrangler.toml", {
+	const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
 		BLOOBANK_WEBHOOK_SECRETS: SECRET,
 		ADMIN_TOKEN: "",
 	});
 	const noop = await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml");
 	const results: ReturnType<typeof summarize>[] = [];
 	try {
-		await receiver.fetch("http://bench/__bench/setup", {
-			method: "POST",
-			body: JSON.stringify({ queries: migrationQueries() }),
-		});
+		await migrate(receiver, "http://bench/__bench/setup");
 		const receiverUrl = `http://${receiver.address}:${receiver.port}/webhooks/bloobank`;
 		const noopBase = `http://${noop.address}:${noop.port}`;
 		const noopUrl = `${noopBase}/noop`;
