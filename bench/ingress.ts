@@ -12,7 +12,7 @@
 import { envelope, signDelivery } from "../scripts/sim/signing";
 import { migrate, saveResults, startWorker } from "./lib";
 
-const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
+export const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
 const LEVELS = [
 	{ concurrency: 1, requests: Number(process.env.BENCH_C1 ?? 1500) },
 	{ concurrency: 8, requests: Number(process.env.BENCH_C8 ?? 3000) },
@@ -25,7 +25,7 @@ interface Signed {
 }
 
 let seq = 0;
-async function signedBatch(n: number): Promise<Signed[]> {
+export async function signedBatch(n: number): Promise<Signed[]> {
 	const out: Signed[] = [];
 	for (let i = 0; i < n; i++) {
 		const messageId = `bench-${Date.now()}-${seq++}`;
@@ -48,7 +48,7 @@ function percentile(sorted: number[], p: number): number {
 	return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-async function drive(url: string, requests: Signed[], concurrency: number) {
+export async function drive(url: string, requests: Signed[], concurrency: number) {
 	const latencies: number[] = [];
 	let next = 0;
 	let errors = 0;
