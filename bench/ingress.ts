@@ -10,9 +10,9 @@
  * its p50. On a 2-core machine the load generator shares the CPU with workerd: compare, don't quote.
  */
 import { envelope, signDelivery } from "../scripts/sim/signing";
-import { migrationQueries, saveResults, startWorker } from "./lib";
+import { migrate, saveResults, startWorker } from "./lib";
 
-const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
+export const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
 const LEVELS = [
 	{ concurrency: 1, requests: Number(process.env.BENCH_C1 ?? 1500) },
 	{ concurrency: 8, requests: Number(process.env.BENCH_C8 ?? 3000) },
@@ -25,7 +25,7 @@ interface Signed {
 }
 
 let seq = 0;
-async function signedBatch(n: number): Promise<Signed[]> {
+export async function signedBatch(n: number): Promise<Signed[]> {
 	const out: Signed[] = [];
 	for (let i = 0; i < n; i++) {
 		const messageId = `bench-${Date.now()}-${seq++}`;
@@ -48,7 +48,7 @@ function percentile(sorted: number[], p: number): number {
 	return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-async function drive(url: string, requests: Signed[], concurrency: number) {
+export async function drive(url: string, requests: Signed[], concurrency: number) {
 	const latencies: number[] = [];
 	let next = 0;
 	let errors = 0;
@@ -120,17 +120,14 @@ function printLine(conc: number, label: string, r: Run, vs: Run | null, extra = 
 }
 
 export async function benchIngress() {
-	const receiver = await startWorker("bench/receiver.worker.ts", "wrangler.toml", {
+	const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
 		BLOOBANK_WEBHOOK_SECRETS: SECRET,
 		ADMIN_TOKEN: "",
 	});
 	const noop = await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml");
 	const results: ReturnType<typeof summarize>[] = [];
 	try {
-		await receiver.fetch("http://bench/__bench/setup", {
-			method: "POST",
-			body: JSON.stringify({ queries: migrationQueries() }),
-		});
+		await migrate(receiver, "http://bench/__bench/setup");
 		const receiverUrl = `http://${receiver.address}:${receiver.port}/webhooks/bloobank`;
 		const noopBase = `http://${noop.address}:${noop.port}`;
 		const noopUrl = `${noopBase}/noop`;
