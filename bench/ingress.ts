@@ -3,7 +3,7 @@
  * answers 200, both started locally, driven with the same signed BlooBank deliveries at
  * concurrency 1, 8 and 32. Prints requests per second, p50/p95/p99 ack latency, the ratio to the
  * no-op, and D1 round trips per delivery; writes bench/results/ingress.json. Asserts nothing.
- * Beside the no-op it drives the same Worker with the work DESIGN.md puts before every new
+ * Beside the no-op it drives the same Worker with the work docs/design.md puts before every new
  * delivery's 2xx (one D1 write, then one queue send), so the figures separate what the design
  * costs on this runtime from what the receiver's own code adds.
  * Targets: at concurrency 32, >= 60% of the no-op's throughput; at concurrency 1, <= 3 ms added to
@@ -171,7 +171,7 @@ export async function benchIngress() {
 			`  targets: c32 rps ratio >= 0.6 (receiver ${c32?.throughputRatio}; no-op + D1 write + send ${c32?.designFloorThroughputRatio}), c1 p50 added <= 3 ms (receiver ${c1?.p50AddedMs}; no-op + D1 write + send ${c1?.designFloorP50AddedMs})`,
 		);
 		console.log(
-			"  (DESIGN.md puts one D1 write and one queue send before every new delivery's 2xx; the no-op + D1 write + send row is that floor here)",
+			"  (docs/design.md puts one D1 write and one queue send before every new delivery's 2xx; the no-op + D1 write + send row is that floor here)",
 		);
 		console.log("  saved to %s", saveResults("ingress", results));
 	} finally {
