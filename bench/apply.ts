@@ -3,7 +3,7 @@
  * consumer side by side with a naive one-statement-per-message consumer, and D1 round trips per
  * batch. Prints figures; asserts nothing.
  */
-import { migrationQueries, saveResults, startWorker } from "./lib";
+import { migrate, saveResults, startWorker } from "./lib";
 
 interface RunResult {
 	mode: string;
@@ -18,7 +18,7 @@ const ROUNDS = 3;
 
 const worker = await startWorker("bench/apply.worker.ts", "bench/wrangler.apply.toml");
 try {
-	await worker.fetch("http://bench/setup", { method: "POST", body: JSON.stringify({ queries: migrationQueries() }) });
+	await migrate(worker, "http://bench/setup");
 	// Warm up both paths once.
 	for (const mode of ["batched", "naive"]) await worker.fetch(`http://bench/run?mode=${mode}&size=${SIZE}&batches=2`);
 	const totals: Record<string, { events: number; ms: number; rt: number }> = {

@@ -3,16 +3,16 @@
  * answers 200, both started locally, driven with the same signed BlooBank deliveries at
  * concurrency 1, 8 and 32. Prints requests per second, p50/p95/p99 ack latency, the ratio to the
  * no-op, and D1 round trips per delivery; writes bench/results/ingress.json. Asserts nothing.
- * Beside the no-op it drives the same Worker with the work DESIGN.md puts before every new
+ * Beside the no-op it drives the same Worker with the work docs/design.md puts before every new
  * delivery's 2xx (one D1 write, then one queue send), so the figures separate what the design
  * costs on this runtime from what the receiver's own code adds.
  * Targets: at concurrency 32, >= 60% of the no-op's throughput; at concurrency 1, <= 3 ms added to
  * its p50. On a 2-core machine the load generator shares the CPU with workerd: compare, don't quote.
  */
 import { envelope, signDelivery } from "../scripts/sim/signing";
-import { migrationQueries, saveResults, startWorker } from "./lib";
+import { migrate, saveResults, startWorker } from "./lib";
 
-const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
+export const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
 const LEVELS = [
 	{ concurrency: 1, requests: Number(process.env.BENCH_C1 ?? 1500) },
 	{ concurrency: 8, requests: Number(process.env.BENCH_C8 ?? 3000) },
@@ -25,7 +25,7 @@ interface Signed {
 }
 
 let seq = 0;
-async function signedBatch(n: number): Promise<Signed[]> {
+export async function signedBatch(n: number): Promise<Signed[]> {
 	const out: Signed[] = [];
 	for (let i = 0; i < n; i++) {
 		const messageId = `bench-${Date.now()}-${seq++}`;
@@ -48,7 +48,7 @@ function percentile(sorted: number[], p: number): number {
 	return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-async function drive(url: string, requests: Signed[], concurrency: number) {
+export async function drive(url: string, requests: Signed[], concurrency: number) {
 	const latencies: number[] = [];
 	let next = 0;
 	let errors = 0;
@@ -120,17 +120,14 @@ function printLine(conc: number, label: string, r: Run, vs: Run | null, extra = 
 }
 
 export async function benchIngress() {
-	const receiver = await startWorker("bench/receiver.worker.ts", "wrangler.toml", {
+	const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
 		BLOOBANK_WEBHOOK_SECRETS: SECRET,
 		ADMIN_TOKEN: "",
 	});
 	const noop = await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml");
 	const results: ReturnType<typeof summarize>[] = [];
 	try {
-		await receiver.fetch("http://bench/__bench/setup", {
-			method: "POST",
-			body: JSON.stringify({ queries: migrationQueries() }),
-		});
+		await migrate(receiver, "http://bench/__bench/setup");
 		const receiverUrl = `http://${receiver.address}:${receiver.port}/webhooks/bloobank`;
 		const noopBase = `http://${noop.address}:${noop.port}`;
 		const noopUrl = `${noopBase}/noop`;
@@ -174,7 +171,7 @@ export async function benchIngress() {
 			`  targets: c32 rps ratio >= 0.6 (receiver ${c32?.throughputRatio}; no-op + D1 write + send ${c32?.designFloorThroughputRatio}), c1 p50 added <= 3 ms (receiver ${c1?.p50AddedMs}; no-op + D1 write + send ${c1?.designFloorP50AddedMs})`,
 		);
 		console.log(
-			"  (DESIGN.md puts one D1 write and one queue send before every new delivery's 2xx; the no-op + D1 write + send row is that floor here)",
+			"  (docs/design.md puts one D1 write and one queue send before every new delivery's 2xx; the no-op + D1 write + send row is that floor here)",
 		);
 		console.log("  saved to %s", saveResults("ingress", results));
 	} finally {

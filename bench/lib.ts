@@ -18,6 +18,12 @@ export async function startWorker(
 	});
 }
 
+/** Applies the migrations through a bench Worker's setup route; fails loudly if it is refused. */
+export async function migrate(worker: Unstable_DevWorker, url: string): Promise<void> {
+	const res = await worker.fetch(url, { method: "POST", body: JSON.stringify({ queries: migrationQueries() }) });
+	if (!res.ok) throw new Error(`${url} answered ${res.status}: is BENCH_ONLY set in the bench configuration?`);
+}
+
 export function migrationQueries(): string[] {
 	const dir = path.join(import.meta.dirname, "..", "migrations");
 	return readdirSync(dir)

@@ -1,6 +1,7 @@
 /**
  * The receiver as deployed (src/index.ts), with its ingress D1 binding behind a round-trip
- * counter, for npm run bench. Queue consumers and crons are the real ones.
+ * counter, for npm run bench (config bench/wrangler.receiver.toml). Queue consumers are the real
+ * ones.
  */
 import type { Env } from "../src/env";
 import worker from "../src/index";
@@ -13,9 +14,12 @@ let counting: CountingD1 | null = null;
 let wrapped: Env | null = null;
 
 export default {
-	async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+	async fetch(request: Request, env: Env & { BENCH_ONLY?: string }, ctx: ExecutionContext): Promise<Response> {
 		const url = new URL(request.url);
 		if (url.pathname === "/__bench/setup") {
+			// Runs whatever SQL it is sent: only under bench/wrangler.receiver.toml (BENCH_ONLY), whose
+			// Worker and database names are its own, never the deployable wrangler.toml.
+			if (env.BENCH_ONLY !== "1") return new Response(null, { status: 404 });
 			const { queries } = (await request.json()) as { queries: string[] };
 			for (const q of queries) await env.DB.prepare(q).run();
 			return Response.json({ ok: true });

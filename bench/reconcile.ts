@@ -5,7 +5,7 @@
  * and a large set so the memory figures can be compared. Asserts nothing.
  */
 import { ACCESS_KEY, PRIVATE_KEY_HEX } from "../test/support/fake-bloobank";
-import { currentRssMiB, migrationQueries, peakRssMiB, saveResults, startWorker, workerdPids } from "./lib";
+import { currentRssMiB, migrate, peakRssMiB, saveResults, startWorker, workerdPids } from "./lib";
 
 const SIZES = (process.env.BENCH_ORDERS ?? "10000,100000").split(",").map(Number);
 
@@ -36,7 +36,7 @@ async function startReconcileWorker() {
 		RECONCILE_LOOKBACK_HOURS: "6",
 	});
 	const pids = workerdPids().filter((p) => !before.has(p));
-	await worker.fetch("http://bench/setup", { method: "POST", body: JSON.stringify({ queries: migrationQueries() }) });
+	await migrate(worker, "http://bench/setup");
 	return { worker, pids };
 }
 try {

@@ -27,9 +27,11 @@ function sinkQueue<T>(onSend: (n: number) => void, store?: T[]): Queue<T> {
 
 /** Each job runs in its own request, as each queue invocation would run in its own event. */
 export default {
-	async fetch(request: Request, env: Env): Promise<Response> {
+	async fetch(request: Request, env: Env & { BENCH_ONLY?: string }): Promise<Response> {
 		const url = new URL(request.url);
 		if (url.pathname === "/setup") {
+			// Runs whatever SQL it is sent: only under its bench configuration (BENCH_ONLY in its toml).
+			if (env.BENCH_ONLY !== "1") return new Response(null, { status: 404 });
 			const { queries } = (await request.json()) as { queries: string[] };
 			for (const q of queries) await env.DB.prepare(q).run();
 			return Response.json({ ok: true });

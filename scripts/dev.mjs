@@ -2,11 +2,12 @@
 // `npm run dev`: local receiver on the embedded default (local D1 and Queues, no account needed).
 // Creates .dev.vars from the example when missing, applies local migrations, starts wrangler dev.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
 if (!existsSync(".dev.vars")) {
-	copyFileSync(".dev.vars.example", ".dev.vars");
-	console.log("Created .dev.vars from .dev.vars.example (development secrets).");
+	// It holds secrets: readable by its owner only, and never written over an existing file.
+	writeFileSync(".dev.vars", readFileSync(".dev.vars.example"), { mode: 0o600, flag: "wx" });
+	console.log("Created .dev.vars from .dev.vars.example (development secrets, mode 0600).");
 }
 
 const wrangler = (args) =>

@@ -1,23 +1,32 @@
 /**
- * npm run send-test-event -- [--url http://localhost:8787] [--provider bloobank]
- *   [--status SUCCESS] [--secret ...] [--path-token ...]
+ * npm run send-test-event -- [--url http://localhost:8787] [--provider bloobank] [--status SUCCESS]
  *
  * Sends one signed sample event and prints the answer: the "send test event" button of the
- * provider dashboards, for your own endpoint.
+ * provider dashboards, for your own endpoint. The secret (<PROVIDER>_WEBHOOK_SECRETS, first entry)
+ * and WEBHOOK_PATH_TOKEN come from the environment, else .dev.vars; never from flags.
  */
 import { parseArgs } from "node:util";
+import { checkTarget, secretFlagError, secretFrom } from "./sim/cli";
 import { devVars } from "./sim/dev-vars";
 import { envelope, SIM_PROVIDERS, type SimProvider, signDelivery } from "./sim/signing";
 
+const flagError = secretFlagError(process.argv.slice(2));
+if (flagError) {
+	console.error(`send-test-event: ${flagError}`);
+	process.exit(2);
+}
 const { values } = parseArgs({
 	options: {
 		url: { type: "string", default: "http://localhost:8787" },
 		provider: { type: "string", default: "bloobank" },
 		status: { type: "string", default: "SUCCESS" },
-		secret: { type: "string" },
-		"path-token": { type: "string" },
 	},
 });
+const target = checkTarget(values.url as string);
+if (!target.ok) {
+	console.error(`send-test-event: ${target.error}`);
+	process.exit(2);
+}
 const provider = values.provider as SimProvider;
 if (!SIM_PROVIDERS.includes(provider)) {
 	console.error(`send-test-event: --provider must be one of ${SIM_PROVIDERS.join(", ")}`);
@@ -30,9 +39,9 @@ const secretVar = {
 	pazy: "PAZY_WEBHOOK_SECRETS",
 	standard: "STANDARD_WEBHOOK_SECRETS",
 }[provider];
-const secret = values.secret ?? vars[secretVar]?.split(",")[0];
+const secret = secretFrom(secretVar, process.env, vars)?.split(",")[0]?.trim();
 if (!secret) {
-	console.error(`send-test-event: no secret: pass --secret or set ${secretVar} in .dev.vars`);
+	console.error(`send-test-event: no secret: set ${secretVar} in the environment or .dev.vars`);
 	process.exit(2);
 }
 const messageId = `test-${crypto.randomUUID()}`;
@@ -46,8 +55,8 @@ const body = envelope(provider, messageId, {
 	direction: "IN",
 	at: Date.now(),
 });
-const pathToken = values["path-token"] ?? vars.WEBHOOK_PATH_TOKEN;
-const url = `${(values.url as string).replace(/\/$/, "")}/webhooks/${provider}${pathToken ? `/${pathToken}` : ""}`;
+const pathToken = secretFrom("WEBHOOK_PATH_TOKEN", process.env, vars);
+const url = `${target.url}/webhooks/${provider}${pathToken ? `/${pathToken}` : ""}`;
 const res = await fetch(url, {
 	method: "POST",
 	headers: {

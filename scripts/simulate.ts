@@ -1,13 +1,14 @@
 /**
  * npm run simulate -- [--url http://localhost:8787] [--provider bloobank] [--orders 200]
  *   [--concurrency 8] [--duplicate-rate 0.2] [--seed 1] [--time-scale 1000]
- *   [--secret ...] [--admin-token ...] [--path-token ...]
  *
  * Plays a provider against a receiver (local or deployed), then checks every simulated order in
- * the receiver's admin API. Secrets and the admin token default to .dev.vars, so it works against
- * `npm run dev` as is. Exits 1 on any mismatch or permanent failure, 2 on bad usage.
+ * the receiver's admin API. The provider's secret, ADMIN_TOKEN and WEBHOOK_PATH_TOKEN come from the
+ * environment, else .dev.vars (never from flags), so it works against `npm run dev` as is.
+ * Exits 1 on any mismatch or permanent failure, 2 on bad usage.
  */
 import { parseArgs } from "node:util";
+import { checkTarget, secretFlagError, secretFrom } from "./sim/cli";
 import { devVars } from "./sim/dev-vars";
 import { SIM_PROVIDERS, type SimProvider } from "./sim/signing";
 import { type SimReport, simulate } from "./sim/simulate";
@@ -68,6 +69,8 @@ export function printReport(r: SimReport): void {
 		console.log(`  ${m.id}: expected ${JSON.stringify(m.expected)}, got ${JSON.stringify(m.actual)}`);
 }
 
+const flagError = secretFlagError(process.argv.slice(2));
+if (flagError) fail(flagError);
 const { values } = parseArgs({
 	options: {
 		url: { type: "string", default: "http://localhost:8787" },
@@ -77,9 +80,6 @@ const { values } = parseArgs({
 		"duplicate-rate": { type: "string", default: "0.2" },
 		seed: { type: "string", default: String(Date.now() % 1_000_000) },
 		"time-scale": { type: "string", default: "1000" },
-		secret: { type: "string" },
-		"admin-token": { type: "string" },
-		"path-token": { type: "string" },
 	},
 });
 
@@ -87,15 +87,16 @@ const provider = values.provider as SimProvider;
 if (!SIM_PROVIDERS.includes(provider)) fail(`--provider must be one of ${SIM_PROVIDERS.join(", ")}`);
 const vars = devVars();
 const secret =
-	values.secret ??
-	vars[SECRET_VARS[provider]]?.split(",")[0] ??
-	fail(`no secret: pass --secret or set ${SECRET_VARS[provider]} in .dev.vars`);
-const adminToken = values["admin-token"] ?? vars.ADMIN_TOKEN ?? null;
+	secretFrom(SECRET_VARS[provider], process.env, vars)?.split(",")[0]?.trim() ||
+	fail(`no secret: set ${SECRET_VARS[provider]} in the environment or .dev.vars`);
+const adminToken = secretFrom("ADMIN_TOKEN", process.env, vars);
 const num = (name: string, v: string | undefined, min: number) => {
 	const n = Number(v);
 	return Number.isFinite(n) && n >= min ? n : fail(`--${name} must be a number >= ${min}`);
 };
-const url = (values.url as string).replace(/\/$/, "");
+const target = checkTarget(values.url as string);
+if (!target.ok) fail(target.error);
+const url = target.url;
 const options = {
 	url,
 	provider,
@@ -106,7 +107,7 @@ const options = {
 	duplicateRate: num("duplicate-rate", values["duplicate-rate"], 0),
 	seed: num("seed", values.seed, 0),
 	timeScale: num("time-scale", values["time-scale"], 1),
-	pathToken: values["path-token"] ?? vars.WEBHOOK_PATH_TOKEN ?? null,
+	pathToken: secretFrom("WEBHOOK_PATH_TOKEN", process.env, vars),
 };
 
 const started = Date.now();

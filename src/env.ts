@@ -13,7 +13,7 @@ export interface Env {
 	RECONCILE: Queue<ReconcileJob>;
 	/** Optional: Workers Analytics Engine dataset, one data point per webhook request. */
 	WEBHOOK_ANALYTICS?: AnalyticsEngineDataset;
-	/** Optional: Workers Rate Limiting binding, keyed per client IP. */
+	/** Optional: Workers Rate Limiting binding, keyed per client address (src/ingress/limit.ts). */
 	WEBHOOK_RATE_LIMITER?: RateLimit;
 
 	BLOOBANK_WEBHOOK_SECRETS?: string;

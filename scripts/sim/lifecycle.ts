@@ -1,4 +1,4 @@
-/** Seeded generation of payment-order lifecycles (PROVIDERS.md 1.4 statuses). */
+/** Seeded generation of payment-order lifecycles (docs/providers.md 1.4 statuses). */
 import type { SimState } from "./signing";
 
 /** mulberry32: a small, seedable PRNG, so a run can be repeated exactly. */

@@ -1,5 +1,5 @@
 /**
- * How each provider signs a delivery (PROVIDERS.md), written for the simulator and the
+ * How each provider signs a delivery (docs/providers.md), written for the simulator and the
  * send-test-event tool. WebCrypto only, so it runs in Node and in workerd (the tests check it
  * against the receiver's own verification).
  */

@@ -8,7 +8,7 @@
 import { lifecycle, prng, shuffle } from "./lifecycle";
 import { envelope, expectedResource, type SimProvider, type SimState, signDelivery } from "./signing";
 
-/** Delay before attempt n+1, seconds, and what the sender does with a 4xx (PROVIDERS.md). */
+/** Delay before attempt n+1, seconds, and what the sender does with a 4xx (docs/providers.md). */
 export const SCHEDULES: Record<
 	SimProvider,
 	{ delays: number[]; jitter: [number, number]; fourXxPermanent: boolean; timeoutMs: number }

@@ -1,4 +1,4 @@
-/** Reads behind the admin API: the SQL and the JSON shapes DESIGN.md fixes. */
+/** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
 import { type Page, page } from "./pagination";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

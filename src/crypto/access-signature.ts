@@ -1,5 +1,5 @@
 /**
- * BlooBank's Access Protocol request signature (PROVIDERS.md 1.5): ECDSA over secp256k1 of
+ * BlooBank's Access Protocol request signature (docs/providers.md 1.5): ECDSA over secp256k1 of
  * SHA-256(canonical string), low-S, base64. WebCrypto has no secp256k1, so the curve comes from
  * @noble/curves (audited); only the hashing is WebCrypto's.
  */

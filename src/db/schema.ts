@@ -118,7 +118,7 @@ export const settledTotals = sqliteTable("settled_totals", {
 });
 
 /**
- * Metadata of rejected requests; never the body or the signature header (DESIGN invariant 1).
+ * Metadata of rejected requests; never the body or the signature header (docs/design.md invariant 1).
  * A ring of REJECTION_LOG_CAP slots (`id = seq % cap`, INSERT OR REPLACE), so a flood of junk
  * overwrites the oldest rows instead of filling D1.
  */

@@ -1,13 +1,13 @@
 /**
  * What every webhook request leaves behind after its answer: one structured log line, one
- * Analytics Engine data point (when the binding is configured), the rejection record, and the
+ * Analytics Engine data point (when the binding is configured), the rejection count, and the
  * "enqueued" mark with the ack latency. All of it runs in waitUntil, off the answer path.
  */
 import type { Env } from "../env";
 import { errorMessage, log } from "../log";
 import { markEnqueuedSoon } from "./inbox";
 import type { Receipt } from "./receive";
-import { recordRejection } from "./rejections";
+import { noteRejection } from "./rejections";
 
 export interface Observation {
 	env: Env;
@@ -37,7 +37,8 @@ export async function observe({ env, provider, receipt: r, ackMs, nowMs, clientI
 		doubles: [r.status, ackMs],
 	});
 	if (r.outcome === "rejected") {
-		await recordRejection(env.DB, {
+		// Counted in memory and written with others' (rejections.ts): no D1 write per rejection.
+		await noteRejection(env.DB, {
 			provider,
 			reason: r.reason ?? "unknown",
 			status: r.status,

@@ -14,6 +14,7 @@ import { deliveryMessage } from "../queue/messages";
 import { decodeUtf8, readBodyCapped } from "./body";
 import { ipAllowed } from "./cidr";
 import { recordDelivery, releaseSendToken } from "./inbox";
+import { clientKey, overLimit } from "./limit";
 
 export type Outcome = "accepted" | "resent" | "duplicate" | "ignored" | "rejected" | "unavailable";
 
@@ -52,9 +53,11 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 	if (config.allowedSourceCidrs && !(ctx.clientIp && ipAllowed(ctx.clientIp, config.allowedSourceCidrs))) {
 		return receipt(503, "rejected", "source_not_allowed");
 	}
-	if (env.WEBHOOK_RATE_LIMITER) {
-		const { success } = await env.WEBHOOK_RATE_LIMITER.limit({ key: provider.name });
-		if (!success) return receipt(503, "unavailable", "rate_limited");
+	// Per client, never per sender (limit.ts); allow-listed sources (all that pass the gate above
+	// when a list is set) are not limited.
+	const listed = config.allowedSourceCidrs !== null;
+	if (!listed && (await overLimit(env.WEBHOOK_RATE_LIMITER, clientKey("webhook", ctx.clientIp)))) {
+		return receipt(503, "unavailable", "rate_limited");
 	}
 
 	// Headers and timestamp first: a request without a plausible signature costs no body read.

@@ -1,13 +1,26 @@
 /**
- * The rejection log: metadata of every refused request (DESIGN invariant 1). Never the body and
- * never a signature header: a rejected body is unverified input. Bounded two ways: the log is a
- * ring of REJECTION_LOG_CAP rows, and the per-minute counters are pruned by the sweep.
+ * The rejection log: metadata of refused requests (docs/design.md invariant 1). Never the body and
+ * never a signature header: a rejected body is unverified input.
+ *
+ * A rejection costs no D1 write of its own (docs/design.md invariant 8): rejections are counted
+ * per isolate in memory, per (minute, provider, reason), and written together at most once per
+ * REJECTION_FLUSH_MS, one D1 batch per flush. The log keeps a sample: the first
+ * REJECTION_SAMPLES_PER_MINUTE of each reason in each minute (per isolate), in a ring of
+ * REJECTION_LOG_CAP rows. So a flood of junk costs a few writes per isolate per interval, however
+ * many requests it sends; what an evicted isolate had not flushed yet is lost (counts only, never
+ * a delivery).
  */
 import { errorMessage, log } from "../log";
 
 export const REJECTION_LOG_CAP = 5_000;
+/** How long the request that opens the buffer waits before writing it (one batch). */
+export const REJECTION_FLUSH_MS = 2_000;
+export const REJECTION_SAMPLES_PER_MINUTE = 5;
+/** The flush interval in use; tests that are not about the interval shorten it. */
+export const rejectionFlush = { intervalMs: REJECTION_FLUSH_MS };
 
 export interface Rejection {
+	/** A known provider name, or a fixed bucket such as "(unknown)": never a name from the path. */
 	provider: string;
 	reason: string;
 	status: number;
@@ -16,30 +29,102 @@ export interface Rejection {
 	at: number;
 }
 
-export function rejectionStatements(db: D1Database, r: Rejection): D1PreparedStatement[] {
-	const provider = r.provider.slice(0, 64);
-	return [
-		db
-			.prepare(
-				`INSERT OR REPLACE INTO rejections (id, seq, provider, reason, status, size, ip, at)
-         SELECT s % ?1, s, ?2, ?3, ?4, ?5, ?6, ?7 FROM (SELECT coalesce(max(seq), 0) + 1 AS s FROM rejections)`,
-			)
-			.bind(REJECTION_LOG_CAP, provider, r.reason, r.status, r.size, r.ip?.slice(0, 64) ?? null, r.at),
-		db
-			.prepare(
-				`INSERT INTO rejection_counts (minute, provider, reason, count) VALUES (?1, ?2, ?3, 1)
-         ON CONFLICT (minute, provider, reason) DO UPDATE SET count = count + 1`,
-			)
-			.bind(Math.floor(r.at / 60_000), provider, r.reason),
-	];
+interface Buffer {
+	/** JSON `[minute, provider, reason]` -> count. Bounded: providers and reasons are fixed codes. */
+	counts: Map<string, number>;
+	samples: Rejection[];
 }
 
-/** One round trip, off the answer path (the caller passes it to waitUntil). */
-export async function recordRejection(db: D1Database, r: Rejection): Promise<void> {
-	try {
-		await db.batch(rejectionStatements(db, r));
-	} catch (err) {
-		// Losing a rejection record loses no delivery: log and move on.
-		log("error", "rejection_not_recorded", { provider: r.provider, reason: r.reason, error: errorMessage(err) });
+interface IsolateState {
+	buffer: Buffer | null;
+	/** Samples taken per reason in `minute`, across flushes. */
+	minute: number;
+	sampled: Map<string, number>;
+}
+
+// Keyed by the D1 binding, as the inbox's mark buffer is: requests share only this plain data,
+// never a promise (a Worker must not await I/O started by another request).
+const states = new WeakMap<D1Database, IsolateState>();
+
+/**
+ * Counts one rejection. Returns the flush to wait for (in the caller's waitUntil) when this call
+ * opened the buffer, else null: the request that opened it writes it.
+ */
+export function noteRejection(db: D1Database, r: Rejection): Promise<void> | null {
+	let state = states.get(db);
+	if (!state) {
+		state = { buffer: null, minute: -1, sampled: new Map() };
+		states.set(db, state);
 	}
+	const minute = Math.floor(r.at / 60_000);
+	if (minute !== state.minute) {
+		state.minute = minute;
+		state.sampled.clear();
+	}
+	const sample = {
+		...r,
+		provider: r.provider.slice(0, 64),
+		reason: r.reason.slice(0, 64),
+		ip: r.ip?.slice(0, 64) ?? null,
+	};
+	const key = JSON.stringify([minute, sample.provider, sample.reason]);
+	const taken = state.sampled.get(sample.reason) ?? 0;
+	const keep = taken < REJECTION_SAMPLES_PER_MINUTE;
+	if (keep) state.sampled.set(sample.reason, taken + 1);
+
+	const open = state.buffer;
+	if (open) {
+		open.counts.set(key, (open.counts.get(key) ?? 0) + 1);
+		if (keep) open.samples.push(sample);
+		return null;
+	}
+	const buffer: Buffer = { counts: new Map([[key, 1]]), samples: keep ? [sample] : [] };
+	state.buffer = buffer;
+	const owner = state;
+	return (async () => {
+		await new Promise((resolve) => setTimeout(resolve, rejectionFlush.intervalMs));
+		if (owner.buffer === buffer) owner.buffer = null;
+		try {
+			await db.batch(flushStatements(db, buffer));
+		} catch (err) {
+			// Losing rejection records loses no delivery: log and move on.
+			log("error", "rejections_not_recorded", { count: sum(buffer.counts), error: errorMessage(err) });
+		}
+	})();
+}
+
+function sum(counts: Map<string, number>): number {
+	let n = 0;
+	for (const c of counts.values()) n += c;
+	return n;
+}
+
+/** At most two statements, each with one JSON parameter (D1's 100 bound parameters never reached). */
+function flushStatements(db: D1Database, buffer: Buffer): D1PreparedStatement[] {
+	const counts = [...buffer.counts].map(([key, count]) => {
+		const [minute, provider, reason] = JSON.parse(key) as [number, string, string];
+		return { minute, provider, reason, count };
+	});
+	const statements = [
+		db
+			.prepare(
+				`INSERT INTO rejection_counts (minute, provider, reason, count)
+         SELECT value->>'minute', value->>'provider', value->>'reason', value->>'count' FROM json_each(?1) WHERE true
+         ON CONFLICT (minute, provider, reason) DO UPDATE SET count = count + excluded.count`,
+			)
+			.bind(JSON.stringify(counts)),
+	];
+	if (buffer.samples.length > 0) {
+		statements.push(
+			db
+				.prepare(
+					`INSERT OR REPLACE INTO rejections (id, seq, provider, reason, status, size, ip, at)
+           SELECT (s.base + j.key) % ?1, s.base + j.key, j.value->>'provider', j.value->>'reason', j.value->>'status',
+             j.value->>'size', j.value->>'ip', j.value->>'at'
+           FROM (SELECT coalesce(max(seq), 0) + 1 AS base FROM rejections) AS s, json_each(?2) AS j`,
+				)
+				.bind(REJECTION_LOG_CAP, JSON.stringify(buffer.samples)),
+		);
+	}
+	return statements;
 }

@@ -6,6 +6,8 @@ import { getProvider } from "../providers";
 import { observe } from "./observe";
 import { receive } from "./receive";
 import { RETRY_AFTER_SECONDS } from "./status";
+/** The provider recorded for a request to a name that is not a provider. */
+export const UNKNOWN_PROVIDER = "(unknown)";
 
 export function ingressRoutes(): Hono<AppEnv> {
 	const app = new Hono<AppEnv>();
@@ -45,8 +47,9 @@ export function ingressRoutes(): Hono<AppEnv> {
 					}
 				: await receive(provider, c.req.raw, { env, config, waitUntil, nowMs: started, clientIp });
 		const ackMs = Date.now() - started;
-		// The requested name is input: only a short, plain name is recorded as it is.
-		const name = provider?.name ?? (/^[a-z0-9_-]{1,32}$/.test(requested) ? requested : "(invalid)");
+		// The requested name is input: every unknown name shares one bucket, so random names cannot
+		// multiply counter rows (docs/design.md invariant 8).
+		const name = provider?.name ?? UNKNOWN_PROVIDER;
 		waitUntil(observe({ env, provider: name, receipt, ackMs, nowMs: started, clientIp }));
 		const headers: Record<string, string> =
 			receipt.status === 503 ? { "Retry-After": String(RETRY_AFTER_SECONDS) } : {};

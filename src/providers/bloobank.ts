@@ -1,5 +1,5 @@
 /**
- * BlooBank (PROVIDERS.md section 1).
+ * BlooBank (docs/providers.md section 1).
  *
  * Signature (1.2): `X-Bloobank-Signature: t=<ms>,v1=<hex>[,v1=<hex>...][,v2=...]`, HMAC-SHA256
  * over the UTF-8 bytes of `{timestamp}.{rawBody}`, tolerance +-SIGNATURE_TOLERANCE_SECONDS.

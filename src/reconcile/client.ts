@@ -1,5 +1,5 @@
 /**
- * The BlooBank paymentOrders API client (PROVIDERS.md 1.5): every attempt signed afresh (new
+ * The BlooBank paymentOrders API client (docs/providers.md 1.5): every attempt signed afresh (new
  * request id and timestamp: the server rejects a reused id as REPLAY_DETECTED), bounded by a
  * timeout, 429 honoured through a clamped Retry-After, 5xx and network errors retried with
  * exponential backoff and jitter, errors parsed into a typed value. Expected failures are values.
@@ -10,7 +10,7 @@ import { canonicalString, sha256, signCanonical } from "../crypto/access-signatu
 import { bytesToHex, utf8 } from "../crypto/encoding";
 import type { ReconcileConfig } from "../env";
 
-/** The seeds' rule: a bounded timeout (<= 3 s) on every call to the provider. */
+/** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
 export const REQUEST_TIMEOUT_MS = 3_000;
 export const MAX_ATTEMPTS = 3;
 /** A Retry-After longer than this is not slept through; the job is re-queued with that delay. */

@@ -17,12 +17,13 @@ export interface RetentionReport {
 	bodiesPruned: number;
 	deliveriesDeleted: number;
 	rejectionsDeleted: number;
+	rejectionCountsDeleted: number;
 }
 
 export async function pruneExpired(db: D1Database, config: Config, nowMs: number): Promise<RetentionReport> {
 	const bodyCutoff = nowMs - config.retentionDays * DAY_MS;
 	const keyCutoff = nowMs - Math.max(config.dedupeRetentionDays, config.retentionDays) * DAY_MS;
-	const [bodies, deliveries, rejections] = await db.batch([
+	const [bodies, deliveries, rejections, counts] = await db.batch([
 		db
 			.prepare(
 				`UPDATE deliveries SET raw_body = NULL, headers = NULL WHERE id IN (
@@ -35,14 +36,21 @@ export async function pruneExpired(db: D1Database, config: Config, nowMs: number
            SELECT id FROM deliveries WHERE received_at < ?1 AND status IN ${SETTLED} LIMIT ?2)`,
 			)
 			.bind(keyCutoff, RETENTION_CHUNK),
-		db.prepare("DELETE FROM rejections WHERE at < ?1").bind(bodyCutoff),
 		db
-			.prepare("DELETE FROM rejection_counts WHERE minute < ?1")
-			.bind(Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000)),
+			.prepare("DELETE FROM rejections WHERE id IN (SELECT id FROM rejections WHERE at < ?1 LIMIT ?2)")
+			.bind(bodyCutoff, RETENTION_CHUNK),
+		// Counter rows could once be created per request (one per random provider name); a backlog
+		// of them is worked off chunk by chunk like everything else (docs/design.md invariant 8).
+		db
+			.prepare(
+				"DELETE FROM rejection_counts WHERE rowid IN (SELECT rowid FROM rejection_counts WHERE minute < ?1 LIMIT ?2)",
+			)
+			.bind(Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000), RETENTION_CHUNK),
 	]);
 	return {
 		bodiesPruned: bodies?.meta.changes ?? 0,
 		deliveriesDeleted: deliveries?.meta.changes ?? 0,
 		rejectionsDeleted: rejections?.meta.changes ?? 0,
+		rejectionCountsDeleted: counts?.meta.changes ?? 0,
 	};
 }

@@ -15,7 +15,7 @@ function permutations<T>(xs: T[]): T[][] {
 	return xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((p) => [x, ...p]));
 }
 
-// One order's life: v3 settles it, v4 refunds it (REFUNDED follows SUCCESS, PROVIDERS 1.4).
+// One order's life: v3 settles it, v4 refunds it (REFUNDED follows SUCCESS, docs/providers.md 1.4).
 const LIFECYCLE = [
 	{ ordVersion: 1, status: "PENDING" },
 	{ ordVersion: 2, status: "PROCESSING" },

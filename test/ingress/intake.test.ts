@@ -288,11 +288,11 @@ describe("status codes", () => {
 		expect((await call(off, await signedRequest(order(33)))).status).toBe(503);
 		expect((await call(h, await signedRequest(order(33), { path: `/webhooks/${"x".repeat(40)}` }))).status).toBe(404);
 		expect(await rows("SELECT provider, reason, status FROM rejections ORDER BY seq")).toEqual([
-			{ provider: "nope", reason: "unknown_provider", status: 404 },
+			{ provider: "(unknown)", reason: "unknown_provider", status: 404 },
 			{ provider: "bold", reason: "provider_not_configured", status: 503 },
-			{ provider: "__proto__", reason: "unknown_provider", status: 404 },
+			{ provider: "(unknown)", reason: "unknown_provider", status: 404 },
 			{ provider: "bloobank", reason: "provider_not_configured", status: 503 },
-			{ provider: "(invalid)", reason: "unknown_provider", status: 404 },
+			{ provider: "(unknown)", reason: "unknown_provider", status: 404 },
 		]);
 	});
 

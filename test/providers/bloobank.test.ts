@@ -34,7 +34,7 @@ function verify(
 
 const katHeaders = { "x-bloobank-timestamp": KAT_TS, "x-bloobank-signature": `t=${KAT_TS},v1=${KAT_SIG}` };
 
-describe("BlooBank signature (PROVIDERS 1.2)", () => {
+describe("BlooBank signature (docs/providers.md 1.2)", () => {
 	it("accepts the known-answer vector", async () => {
 		expect(await verify(katHeaders)).toEqual({ ok: true });
 		// The tests' own signer agrees with node:crypto, so the other tests sign correctly.
@@ -126,7 +126,7 @@ describe("BlooBank signature (PROVIDERS 1.2)", () => {
 	});
 });
 
-describe("BlooBank envelope (PROVIDERS 1.3)", () => {
+describe("BlooBank envelope (docs/providers.md 1.3)", () => {
 	it("parses the newer generation", () => {
 		const r = parseBlooBank(KAT_BODY, new Headers());
 		expect(r).toEqual({

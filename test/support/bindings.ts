@@ -5,6 +5,8 @@
 
 export class CountingD1 {
 	roundTrips = 0;
+	/** Statements sent to D1: one per single call, each statement of a batch counted. */
+	statementCount = 0;
 	statements: string[] = [];
 	/** Throw before reaching D1 on the Nth round trip (1-based), or on every one when true. */
 	failRoundTrip: number | boolean = false;
@@ -20,8 +22,9 @@ export class CountingD1 {
 		private readonly keepStatements = true,
 	) {}
 
-	private tick(sql: string): Promise<void> | null {
+	private tick(sql: string, statements = 1): Promise<void> | null {
 		this.roundTrips++;
+		this.statementCount += statements;
 		if (this.keepStatements) this.statements.push(sql);
 		if (this.failRoundTrip === true || this.failRoundTrip === this.roundTrips) {
 			throw new Error("D1_ERROR: injected failure (network connection lost)");
@@ -49,7 +52,7 @@ export class CountingD1 {
 	}
 
 	async batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-		this.tick(`batch(${statements.length})`);
+		this.tick(`batch(${statements.length})`, statements.length);
 		const real = statements.map((s) => (s as unknown as { __inner: D1PreparedStatement }).__inner ?? s);
 		if (this.failInsideBatch) {
 			real.splice(

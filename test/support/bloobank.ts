@@ -1,4 +1,4 @@
-/** A test-side BlooBank sender: signs like PROVIDERS.md 1.2 says, independently of src/. */
+/** A test-side BlooBank sender: signs like docs/providers.md 1.2 says, independently of src/. */
 import { TEST_SECRETS } from "../vars";
 
 export const SECRET = TEST_SECRETS.bloobank[0];

@@ -1,6 +1,6 @@
 /**
  * A fake BlooBank paymentOrders API, served inside the tests. It authenticates every request the
- * way PROVIDERS.md 1.5 describes, using the curve library's own `verify` and the registered public
+ * way docs/providers.md 1.5 describes, using the curve library's own `verify` and the registered public
  * key (never our signer): access key, +-10 s clock, fresh request id, signature over the canonical
  * string. It pages a seeded set of orders with opaque, expiring page tokens, and can be scripted
  * to fail.

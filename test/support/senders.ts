@@ -1,6 +1,6 @@
 /**
  * Test-side senders for the conformance suite: each builds its provider's envelopes and signs
- * them as PROVIDERS.md says, independently of src/ (Standard Webhooks through the official
+ * them as docs/providers.md says, independently of src/ (Standard Webhooks through the official
  * `standardwebhooks` package).
  */
 import { Webhook } from "standardwebhooks";

@@ -5,7 +5,7 @@ import { SWEEP_CRON } from "../../src/cron";
 import { getConfig } from "../../src/env";
 import worker from "../../src/index";
 import { evaluate, runAlerts, type Signals } from "../../src/sweep/alerts";
-import { pruneExpired } from "../../src/sweep/retention";
+import { pruneExpired, REJECTION_COUNT_RETENTION_MS, RETENTION_CHUNK } from "../../src/sweep/retention";
 import { consume, ingest } from "../support/apply";
 import { orderEvent, signedRequest } from "../support/bloobank";
 import { call, harness, resetDb, rows } from "../support/worker";
@@ -42,6 +42,30 @@ describe("retention", () => {
 		const report = await pruneExpired(env.DB, getConfig(h.env), Date.now() + 365 * DAY);
 		expect(report).toMatchObject({ bodiesPruned: 0, deliveriesDeleted: 0 });
 		expect((await rows<{ raw_body: string | null }>("SELECT raw_body FROM deliveries"))[0]?.raw_body).not.toBeNull();
+	});
+});
+
+describe("retention of rejection records", () => {
+	it("prunes old rejection counters and log rows in bounded chunks, never all at once", async () => {
+		const now = Date.now();
+		const old = Math.floor((now - REJECTION_COUNT_RETENTION_MS) / 60_000) - 10;
+		await env.DB.batch([
+			env.DB.prepare(
+				`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)
+         INSERT INTO rejection_counts (minute, provider, reason, count) SELECT ?1 - i, 'bloobank', 'signature_mismatch', 1 FROM n`,
+			).bind(old),
+			env.DB.prepare(
+				`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 700)
+         INSERT INTO rejections (id, seq, provider, reason, status, size, ip, at) SELECT i, i, 'bloobank', 'x', 401, 0, NULL, 0 FROM n`,
+			),
+		]);
+		const config = getConfig(harness().env);
+		const first = await pruneExpired(env.DB, config, now);
+		expect(first).toMatchObject({ rejectionCountsDeleted: RETENTION_CHUNK, rejectionsDeleted: RETENTION_CHUNK });
+		const second = await pruneExpired(env.DB, config, now);
+		expect(second).toMatchObject({ rejectionCountsDeleted: RETENTION_CHUNK, rejectionsDeleted: 200 });
+		expect((await pruneExpired(env.DB, config, now)).rejectionCountsDeleted).toBe(200);
+		expect(await rows("SELECT count(*) AS n FROM rejection_counts")).toEqual([{ n: 0 }]);
 	});
 });
 

@@ -1,0 +1,54 @@
+/**
+ * What the command-line tools share about secrets and targets. Secrets (webhook secrets, the
+ * admin token, the path token) come from the environment or .dev.vars, never from flags: a flag
+ * lands in shell history and in every process listing. A target on plain http must be loopback:
+ * these tools send signed deliveries and the admin token, which a network path could read.
+ */
+
+/** Flags the tools used to take and now refuse, with the variable to set instead. */
+export const SECRET_FLAGS: Record<string, string> = {
+	"--secret": "<PROVIDER>_WEBHOOK_SECRETS",
+	"--admin-token": "ADMIN_TOKEN",
+	"--path-token": "WEBHOOK_PATH_TOKEN",
+};
+
+/** An error message when argv carries a secret as a flag, else null. */
+export function secretFlagError(argv: readonly string[]): string | null {
+	for (const arg of argv) {
+		const flag = arg.split("=")[0] ?? "";
+		const variable = SECRET_FLAGS[flag];
+		if (variable)
+			return `${flag} is not accepted: secrets are read from the environment or .dev.vars (set ${variable}), never from flags`;
+	}
+	return null;
+}
+
+/** The environment first, then .dev.vars; empty values count as unset. */
+export function secretFrom(
+	name: string,
+	env: Readonly<Record<string, string | undefined>>,
+	devVars: Readonly<Record<string, string>>,
+): string | null {
+	const value = env[name]?.trim() || devVars[name]?.trim();
+	return value ? value : null;
+}
+
+function isLoopback(hostname: string): boolean {
+	const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+	return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/** The target without a trailing slash, or why it is refused. */
+export function checkTarget(url: string): { ok: true; url: string } | { ok: false; error: string } {
+	let parsed: URL;
+	try {
+		parsed = new URL(url);
+	} catch {
+		return { ok: false, error: `--url ${url} is not a URL` };
+	}
+	if (parsed.protocol === "http:" && !isLoopback(parsed.hostname))
+		return { ok: false, error: `--url must be https for a non-loopback host (got http://${parsed.host})` };
+	if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+		return { ok: false, error: `--url must be http(s) (got ${parsed.protocol})` };
+	return { ok: true, url: url.replace(/\/+$/, "") };
+}
