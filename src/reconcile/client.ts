@@ -13,7 +13,7 @@ import type { ReconcileConfig } from "../env";
 /** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
 export const REQUEST_TIMEOUT_MS = 3_000;
 export const MAX_ATTEMPTS = 3;
-/** A Retry-After longer than this is not slept through; the job is re-queued with that delay. */
+/** A Retry-After longer than this is not slept through; the job is re-queued with at least that delay. */
 export const MAX_INLINE_RETRY_AFTER_MS = 5_000;
 export const PAGE_SIZE = 100;
 /**
