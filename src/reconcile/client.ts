@@ -9,6 +9,7 @@
 import { canonicalString, sha256, signCanonical } from "../crypto/access-signature";
 import { bytesToHex, utf8 } from "../crypto/encoding";
 import type { ReconcileConfig } from "../env";
+import { errorMessage } from "../log";
 
 /** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
 export const REQUEST_TIMEOUT_MS = 3_000;
@@ -216,14 +217,13 @@ export class BlooBankClient {
 					method: "GET",
 					headers,
 					signal: AbortSignal.timeout(this.deps.timeoutMs),
+					// A redirect is a misconfigured base URL, never followed: the signed path would not match.
+					redirect: "manual",
 				});
 			} catch (err) {
 				last = {
 					kind: "unavailable",
-					message: `network: ${(err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message}`.slice(
-						0,
-						300,
-					),
+					message: `network: ${(err as Error).name === "TimeoutError" ? "timed out" : errorMessage(err)}`.slice(0, 300),
 				};
 				continue;
 			}
