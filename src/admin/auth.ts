@@ -7,7 +7,7 @@
  * refused before the token is compared, so past the limit a guess is not even tried.
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../app";
+import type { AppEnv } from "../app-env";
 import { timingSafeEqualString } from "../crypto/hmac";
 import { clientKey, overLimit } from "../ingress/limit";
 import { noteRejection } from "../ingress/rejections";

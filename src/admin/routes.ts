@@ -1,9 +1,9 @@
 /** The admin API (docs/design.md): JSON only, every list `{ items, nextCursor }`. */
 import { Hono } from "hono";
-import type { AppEnv } from "../app";
+import type { AppEnv } from "../app-env";
 import { claimForHandRetry, executeEffects } from "../effects/executor";
-import { PROVIDER_NAMES } from "../env";
 import { errorMessage, log } from "../log";
+import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { lastRun, listRuns } from "../reconcile/report";

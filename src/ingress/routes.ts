@@ -1,6 +1,6 @@
 /** Routes `POST /webhooks/:provider` (and `/:provider/:token` when WEBHOOK_PATH_TOKEN is set). */
 import { Hono } from "hono";
-import type { AppEnv } from "../app";
+import type { AppEnv } from "../app-env";
 import { timingSafeEqualString } from "../crypto/hmac";
 import { getProvider } from "../providers";
 import { observe } from "./observe";

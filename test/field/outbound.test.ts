@@ -1,10 +1,10 @@
 /** Outbound calls (the alert target, the provider's API) never follow a redirect, and no URL reaches a log. */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ACCESS_KEY, BASE_URL, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
 import { parseConfig, parseReconcileConfig } from "../../src/env";
 import { errorMessage } from "../../src/log";
 import { postAlert } from "../../src/notify";
 import { BlooBankClient, defaultDeps } from "../../src/reconcile/client";
-import { ACCESS_KEY, BASE_URL, PRIVATE_KEY_HEX } from "../support/fake-bloobank";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,9 +1,9 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { CountingD1, RecordingQueue } from "../../fixtures/bindings";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
 import type { QueueMessage, ReconcileJob } from "../../src/queue/messages";
-import { CountingD1, RecordingQueue } from "./bindings";
 
 export interface Harness {
 	env: Env;
