@@ -3,8 +3,8 @@ import { Hono } from "hono";
 import { adminRoutes } from "./admin/routes";
 import type { AppEnv } from "./app-env";
 import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
+import { RETRY_AFTER_SECONDS } from "./ingress/answers";
 import { ingressRoutes } from "./ingress/routes";
-import { RETRY_AFTER_SECONDS } from "./ingress/status";
 import { errorMessage, log } from "./log";
 
 export type { AppEnv } from "./app-env";

@@ -9,9 +9,9 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-env";
 import { timingSafeEqualString } from "../crypto/hmac";
+import { RETRY_AFTER_SECONDS } from "../ingress/answers";
 import { clientKey, overLimit } from "../ingress/limit";
 import { noteRejection } from "../ingress/rejections";
-import { RETRY_AFTER_SECONDS } from "../ingress/status";
 
 /** How long this isolate refuses a client that went over its limit without comparing its token. */
 export const ADMIN_BLOCK_MS = 60_000;

@@ -10,6 +10,7 @@ import { canonicalString, sha256, signCanonical } from "../crypto/access-signatu
 import { bytesToHex, utf8 } from "../crypto/encoding";
 import type { ReconcileConfig } from "../env";
 import { errorMessage } from "../log";
+import { backoff } from "../time";
 
 /** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
 export const REQUEST_TIMEOUT_MS = 3_000;
@@ -131,7 +132,7 @@ async function parseError(res: Response): Promise<{ code: string; reason: string
 
 /** Full jitter on an exponential base: 250 ms, 500 ms, 1 s ... */
 export function backoffMs(attempt: number, random: () => number): number {
-	return Math.round(250 * 2 ** (attempt - 1) * (0.5 + random()));
+	return Math.round(backoff(attempt, 250, Number.POSITIVE_INFINITY) * (0.5 + random()));
 }
 
 export class BlooBankClient {
