@@ -6,7 +6,7 @@
 
 import { CountingD1 } from "../fixtures/bindings";
 import { consumeEvents } from "../src/apply/consumer";
-import { type Env, getConfig } from "../src/env";
+import type { Env } from "../src/env";
 import { effectsFor } from "../src/providers";
 import { bloobank } from "../src/providers/bloobank";
 import type { QueueMessage } from "../src/queue/messages";
@@ -59,14 +59,13 @@ function fakeBatch(rows: { id: number; mid: string }[]): MessageBatch<QueueMessa
 /** The straightforward consumer most receivers start with: each step is its own statement. */
 async function naiveConsume(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
 	const db = env.DB;
-	const config = getConfig(env);
 	for (const m of batch.messages) {
 		if (m.body.kind !== "delivery") continue;
 		const row = await db
 			.prepare("SELECT raw_body FROM deliveries WHERE id = ?")
 			.bind(m.body.deliveryId)
 			.first<{ raw_body: string }>();
-		const parsed = bloobank.parse(row?.raw_body ?? "", new Headers(), config);
+		const parsed = bloobank.parse(row?.raw_body ?? "", new Headers(), null);
 		if (!parsed.ok || !parsed.event.resource) continue;
 		const r = parsed.event.resource;
 		await db

@@ -36,3 +36,6 @@ export interface Env {
 	DEDUPE_RETENTION_DAYS?: string;
 	ALLOWED_SOURCE_CIDRS?: string;
 }
+
+/** The names of Env's string variables (not its bindings). */
+export type EnvVar = { [K in keyof Env]-?: Env[K] extends string | undefined ? K : never }[keyof Env];

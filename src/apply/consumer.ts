@@ -106,7 +106,7 @@ export function planBatch(
 		}
 		// A body that verified at ingress but does not parse now cannot succeed on retry: it is a
 		// poison message. It goes straight to `failed` (visible, replayable once the code is fixed).
-		const parsed = provider.parse(d.raw_body, storedHeaders(d.headers), config);
+		const parsed = provider.parse(d.raw_body, storedHeaders(d.headers), config.providerSettings[provider.name]);
 		if (!parsed.ok) {
 			plan.failed.push({ ref: d.id, error: `unparseable: ${parsed.reason}` });
 		} else if (parsed.event.resource === null) {

@@ -72,7 +72,7 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 
 	const text = decodeUtf8(body.bytes);
 	if (text === null) return receipt("invalid_utf8", { size });
-	const parsed = provider.parse(text, request.headers, config);
+	const parsed = provider.parse(text, request.headers, config.providerSettings[provider.name]);
 	// Signed by the sender but not understood: 500, so the sender retries once we are fixed.
 	if (!parsed.ok) return receipt(parsed.reason, { size });
 	const event = parsed.event;

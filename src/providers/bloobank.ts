@@ -6,7 +6,9 @@
  * Envelope (1.3): newer `{event,messageId,deliveryAttempt,occurredAt?,data}` or older
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
-import { concatBytes, utf8 } from "../crypto/encoding";
+import type { Env } from "../bindings";
+import { ConfigError } from "../config";
+import { base64ToBytesLenient, concatBytes, utf8 } from "../crypto/encoding";
 import { paymentOrderEffects } from "../effects/rules";
 import {
 	checkTimestamp,
@@ -134,8 +136,22 @@ export function blooBankStatusRank(status: string): number {
 	}
 }
 
-export const bloobank: Provider = {
+/**
+ * Decision (docs/providers.md 1.2): the HMAC key is the secret's UTF-8 bytes as shown, unless
+ * BLOOBANK_SECRET_ENCODING=base64 (then its decoded bytes; padded, unpadded or URL-safe).
+ */
+export function blooBankKey(secret: string, env: Env): Uint8Array | null {
+	const encoding = (env.BLOOBANK_SECRET_ENCODING ?? "utf8").trim().toLowerCase();
+	if (encoding === "utf8") return utf8(secret);
+	if (encoding === "base64") return base64ToBytesLenient(secret);
+	throw new ConfigError("BLOOBANK_SECRET_ENCODING", "must be utf8 or base64");
+}
+
+export const bloobank: Provider<null> = {
 	name: "bloobank",
+	secretsVariable: "BLOOBANK_WEBHOOK_SECRETS",
+	keyFromSecret: blooBankKey,
+	settings: () => null,
 	keptHeaders: ["x-bloobank-delivery-attempt"],
 	checkSignature: checkBlooBankSignature,
 	parse: parseBlooBank,

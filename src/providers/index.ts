@@ -9,7 +9,8 @@ import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";
 import type { Provider, ResourceSnapshot, VerifyResult } from "./types";
 
-const providers: Record<ProviderName, Provider> = { bloobank, bold, pazy, standard };
+/** The one list of senders: configuration, routes, the consumer and the tools all read it. */
+export const providers: Readonly<Record<ProviderName, Provider>> = { bloobank, bold, pazy, standard };
 
 export function getProvider(name: string): Provider | null {
 	return Object.hasOwn(providers, name) ? providers[name as ProviderName] : null;

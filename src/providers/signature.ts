@@ -6,9 +6,10 @@
  * 2. `verifySigned`: one HMAC per configured key over the signed content, compared in constant
  *    time with every candidate.
  */
+
+import type { WebhookConfig } from "../config";
 import { hexToBytes } from "../crypto/encoding";
 import { verifyAnyHmacSha256 } from "../crypto/hmac";
-import type { WebhookConfig } from "../env";
 
 /** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
 export const VERIFY_FAILURES = [

@@ -5,7 +5,7 @@
  * `v1,<base64>`); signed content `{id}.{timestamp}.{rawBody}`; secret `whsec_<base64>`, the key
  * being the decoded part. Dedupe on `webhook-id`.
  */
-import { base64ToBytes, concatBytes, utf8 } from "../crypto/encoding";
+import { base64ToBytes, base64ToBytesLenient, concatBytes, utf8 } from "../crypto/encoding";
 import {
 	checkTimestamp,
 	MAX_SIGNATURE_ITEMS,
@@ -95,8 +95,16 @@ export function parseStandard(body: string, headers: Headers): ParseResult {
 	};
 }
 
-export const standard: Provider = {
+/** docs/providers.md 4: `whsec_<base64>`, the key being the decoded part (`whsec_` optional). */
+export function standardKey(secret: string): Uint8Array | null {
+	return base64ToBytesLenient(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
+}
+
+export const standard: Provider<null> = {
 	name: "standard",
+	secretsVariable: "STANDARD_WEBHOOK_SECRETS",
+	keyFromSecret: standardKey,
+	settings: () => null,
 	keptHeaders: ["webhook-id", "webhook-timestamp"],
 	checkSignature: checkStandardSignature,
 	parse: parseStandard,

@@ -2,8 +2,8 @@
  * The provider interface: what ingress, apply and the admin views know about a sender.
  * A provider is one file exporting a `Provider`; src/providers/index.ts lists them.
  */
+import type { Env, EnvVar } from "../bindings";
 import type { EffectSeed } from "../effects/rules";
-import type { Config } from "../env";
 import type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
 import type { SignatureCheck, SignatureInput } from "./signature";
 
@@ -20,8 +20,22 @@ export type ParseFailure = "invalid_json" | "not_an_object" | "missing_message_i
 
 export type ParseResult = { ok: true; event: NormalisedEvent } | { ok: false; reason: ParseFailure; detail?: string };
 
-export interface Provider {
+/**
+ * One sender, in one file: its secrets variable and how a secret becomes an HMAC key, its own
+ * settings, the signature check, the parser, the status rank and the effect rules. `S` is the type
+ * of its settings: `settings(env)` makes them when the configuration is parsed, `parse` gets them.
+ */
+export interface Provider<S = unknown> {
 	name: ProviderName;
+	/** The variable holding its comma-separated secrets; every one is tried (rotation). */
+	secretsVariable: EnvVar;
+	/**
+	 * The HMAC key of one configured secret, or null when it does not decode (a configuration
+	 * error: never a 401). May read its own settings from `env`, throwing ConfigError.
+	 */
+	keyFromSecret(secret: string, env: Env): Uint8Array | null;
+	/** Its own settings from its own variables (throws ConfigError naming the variable). */
+	settings(env: Env): S;
 	/**
 	 * The non-secret headers parse() reads. They are stored with the delivery, so the consumer
 	 * re-parses exactly what ingress parsed. Never a signature header.
@@ -30,7 +44,7 @@ export interface Provider {
 	/** The checks that need no body (see ./signature.ts); the MACs are computed after the body is read. */
 	checkSignature(input: SignatureInput): SignatureCheck;
 	/** Parses a verified body; `headers` holds at least `keptHeaders`. */
-	parse(body: string, headers: Headers, config: Config): ParseResult;
+	parse(body: string, headers: Headers, settings: S): ParseResult;
 	/**
 	 * Decides a tie between two snapshots of one resource with equal versions: the higher rank
 	 * wins, equal ranks keep the stored one (docs/design.md, statuses). Final beats non-final.
