@@ -8,7 +8,7 @@ import { type Config, ConfigError, list, optional, positiveInt, type WebhookConf
 import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
 import { type Cidr, parseCidr } from "./ingress/cidr";
 import { providers } from "./providers";
-import { PROVIDER_NAMES, type ProviderName } from "./providers/model";
+import type { ProviderName } from "./providers/model";
 
 export type { Env } from "./bindings";
 export { type Config, ConfigError, type WebhookConfig } from "./config";
@@ -90,7 +90,7 @@ export const MAX_TOLERANCE_SECONDS = 3_600;
 export function parseConfig(env: Env): Config {
 	const alert = optional(env.ALERT_WEBHOOK_URL);
 	return {
-		providerSettings: Object.fromEntries(PROVIDER_NAMES.map((name) => [name, providers[name].settings(env)])) as Record<
+		providerSettings: Object.fromEntries(Object.values(providers).map((p) => [p.name, p.settings(env)])) as Record<
 			ProviderName,
 			unknown
 		>,
@@ -115,8 +115,9 @@ export function parseWebhookConfig(env: Env): WebhookConfig {
 	const base = parseConfig(env);
 	const published: string[] = [];
 	const keys = {} as Record<ProviderName, Uint8Array[]>;
-	for (const name of PROVIDER_NAMES) {
-		const provider = providers[name];
+	// The registry, not a list of names: a provider added there is configured here too.
+	for (const provider of Object.values(providers)) {
+		const name = provider.name;
 		const variable = provider.secretsVariable;
 		const secrets = list(env[variable]);
 		if (secrets.some((s) => PUBLISHED_VALUES.has(s))) published.push(variable);
