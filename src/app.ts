@@ -1,6 +1,7 @@
 /** The HTTP surface: webhooks, health, admin. One error handler maps the unexpected to 5xx. */
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/routes";
+import { consoleRoutes } from "./console/routes";
 import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
 import { ingressRoutes } from "./ingress/routes";
 import { RETRY_AFTER_SECONDS } from "./ingress/status";
@@ -46,6 +47,7 @@ export function createApp(): Hono<AppEnv> {
 
 	app.route("/webhooks", ingressRoutes());
 	app.route("/admin", adminRoutes());
+	app.route("/console", consoleRoutes());
 
 	app.notFound((c) => c.body(null, 404));
 	app.onError((err, c) => {
