@@ -61,6 +61,15 @@ function path(values: (number | null)[], max: number): string {
 	return d;
 }
 
+/** Points with no neighbour on either side, which a line alone would not show. */
+function isolated(values: (number | null)[]): number[] {
+	const out: number[] = [];
+	values.forEach((v, i) => {
+		if (v !== null && (values[i - 1] ?? null) === null && (values[i + 1] ?? null) === null) out.push(i);
+	});
+	return out;
+}
+
 export function LineChart(p: {
 	title: string;
 	series: Series[];
@@ -96,6 +105,16 @@ export function LineChart(p: {
 				{p.series.map((s) => (
 					<path d={path(s.values, max)} fill="none" stroke={s.colour} stroke-width="1.5" stroke-linejoin="round" />
 				))}
+				{p.series.flatMap((s) =>
+					isolated(s.values).map((i) => (
+						<circle
+							cx={(PAD_L + (s.values.length <= 1 ? 0 : (i / (s.values.length - 1)) * PLOT_W)).toFixed(1)}
+							cy={(8 + PLOT_H - ((s.values[i] ?? 0) / max) * PLOT_H).toFixed(1)}
+							r="3"
+							fill={s.colour}
+						/>
+					)),
+				)}
 			</svg>
 			<figcaption>
 				<strong>{p.title}</strong>

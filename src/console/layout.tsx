@@ -83,7 +83,9 @@ export function Page(p: PageProps) {
 			<head>
 				<meta charset="utf-8" />
 				<meta name="viewport" content="width=device-width, initial-scale=1" />
-				<meta name="referrer" content="no-referrer" />
+				<meta name="referrer" content="same-origin" />
+				{/* No favicon request: the console fetches nothing it does not render itself. */}
+				<link rel="icon" href="data:," />
 				<title>{`${p.title} · webhook receiver console`}</title>
 				<style nonce={p.nonce} dangerouslySetInnerHTML={{ __html: CSS }} />
 			</head>

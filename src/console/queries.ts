@@ -30,14 +30,43 @@ export interface AlertRow {
 	detail: string | null;
 }
 
-/** p50 and p99 of `value` per hour of received_at, one statement (window functions, no sort in JS). */
-function percentilesPerHour(value: string, where: string): string {
-	return `SELECT hour, count(*) AS n,
-       min(CASE WHEN pr >= 0.5 THEN v END) AS p50, min(CASE WHEN pr >= 0.99 THEN v END) AS p99
-     FROM (SELECT received_at / ${HOUR_MS} AS hour, ${value} AS v,
-             percent_rank() OVER (PARTITION BY received_at / ${HOUR_MS} ORDER BY ${value}) AS pr
-           FROM deliveries WHERE received_at >= ?1 AND ${where})
-     GROUP BY hour ORDER BY hour`;
+/**
+ * A histogram of `value` per hour of received_at, to two significant digits (bucket = the first
+ * two digits and the digit count): one index range scan and a GROUP BY, no sort of the rows, so
+ * p50/p99 come out within 10% (the bucket's lower bound) at a fraction of a window function's cost.
+ */
+function histogramPerHour(value: string, where: string): string {
+	const v = `max(${value}, 0)`;
+	return `SELECT received_at / ${HOUR_MS} AS hour, length(${v}) AS len, CAST(substr(${v}, 1, 2) AS INTEGER) AS lead,
+       count(*) AS n
+     FROM deliveries WHERE received_at >= ?1 AND ${where} GROUP BY hour, len, lead`;
+}
+
+/** Nearest-rank p50 and p99 per hour from histogram rows. */
+export function percentilesFromHistogram(rows: Record<string, unknown>[]): HourPercentiles[] {
+	const byHour = new Map<number, { value: number; n: number }[]>();
+	for (const r of rows) {
+		const len = Number(r.len);
+		const value = len <= 2 ? Number(r.lead) : Number(r.lead) * 10 ** (len - 2);
+		const list = byHour.get(Number(r.hour)) ?? [];
+		list.push({ value, n: Number(r.n) });
+		byHour.set(Number(r.hour), list);
+	}
+	return [...byHour.entries()]
+		.sort((a, b) => a[0] - b[0])
+		.map(([hour, buckets]) => {
+			buckets.sort((a, b) => a.value - b.value);
+			const n = buckets.reduce((a, b) => a + b.n, 0);
+			const at = (p: number) => {
+				let seen = 0;
+				for (const b of buckets) {
+					seen += b.n;
+					if (seen >= p * n) return b.value;
+				}
+				return null;
+			};
+			return { hour, n, p50: at(0.5), p99: at(0.99) };
+		});
 }
 
 export interface OverviewCharts {
@@ -58,9 +87,9 @@ export async function readOverviewCharts(db: D1Database, nowMs: number): Promise
 				"SELECT received_at / 60000 AS minute, status, count(*) AS n FROM deliveries WHERE received_at >= ?1 GROUP BY minute, status",
 			)
 			.bind(since),
-		db.prepare(percentilesPerHour("ack_ms", "ack_ms IS NOT NULL")).bind(since),
+		db.prepare(histogramPerHour("ack_ms", "ack_ms IS NOT NULL")).bind(since),
 		db
-			.prepare(percentilesPerHour("processed_at - event_at", "processed_at IS NOT NULL AND event_at IS NOT NULL"))
+			.prepare(histogramPerHour("processed_at - event_at", "processed_at IS NOT NULL AND event_at IS NOT NULL"))
 			.bind(since),
 		// Range on the primary key's leading column (minute).
 		db
@@ -71,21 +100,14 @@ export async function readOverviewCharts(db: D1Database, nowMs: number): Promise
 			.bind(Math.floor(since / 60_000)),
 		db.prepare("SELECT name, firing, since, detail FROM alert_state ORDER BY firing DESC, since DESC LIMIT 100"),
 	]);
-	const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-	const percentiles = (r: Record<string, unknown>) => ({
-		hour: Number(r.hour),
-		p50: num(r.p50),
-		p99: num(r.p99),
-		n: Number(r.n),
-	});
 	return {
 		perMinute: (perMinute?.results ?? []).map((r) => ({
 			minute: Number(r.minute),
 			status: String(r.status),
 			n: Number(r.n),
 		})),
-		ack: (ack?.results ?? []).map(percentiles),
-		lag: (lag?.results ?? []).map(percentiles),
+		ack: percentilesFromHistogram(ack?.results ?? []),
+		lag: percentilesFromHistogram(lag?.results ?? []),
 		rejectionsPerHour: (rejections?.results ?? []).map((r) => ({
 			hour: Number(r.hour),
 			reason: String(r.reason),

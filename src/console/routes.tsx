@@ -36,7 +36,15 @@ function nonce(): string {
 function foreignOrigin(c: ConsoleContext): boolean {
 	const origin = c.req.header("origin");
 	if (origin === undefined) return c.req.header("sec-fetch-site") === "cross-site";
-	return origin !== new URL(c.req.url).origin;
+	let host: string;
+	try {
+		host = new URL(origin).host;
+	} catch {
+		return true;
+	}
+	// The Host header too: a local proxy (wrangler dev) may rewrite the URL's host, and a browser,
+	// the only client a CSRF attack can use, always sends the Host it connected to.
+	return host !== new URL(c.req.url).host && host !== c.req.header("host");
 }
 
 function LoginPage(p: { nonce: string; error?: string }) {
@@ -82,7 +90,8 @@ export function consoleRoutes(): Hono<ConsoleEnv> {
 		await next();
 		c.header("Content-Security-Policy", contentSecurityPolicy(c.get("nonce")));
 		c.header("X-Content-Type-Options", "nosniff");
-		c.header("Referrer-Policy", "no-referrer");
+		// same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on our own form POSTs.
+		c.header("Referrer-Policy", "same-origin");
 		c.header("Cache-Control", "no-store");
 		c.header("X-Frame-Options", "DENY");
 	});

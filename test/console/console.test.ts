@@ -248,7 +248,7 @@ describe("console pages", () => {
 			);
 			expect(html).not.toMatch(/<script/i);
 			// Every src/href/action is a path on this origin (or a fragment).
-			for (const m of html.matchAll(/\b(?:src|href|action)="([^"]*)"/g)) expect(m[1], path).toMatch(/^(\/|#)/);
+			for (const m of html.matchAll(/\b(?:src|href|action)="([^"]*)"/g)) expect(m[1], path).toMatch(/^(\/|#|data:)/);
 		}
 	});
 
@@ -303,6 +303,29 @@ describe("console pages", () => {
 		const { html } = await page(h, "/console/deliveries/bloobank/msg-lag", await session(h));
 		expect(html).toContain("Event happened (provider&#39;s time)");
 		expect(html).toMatch(/lag \d/);
+	});
+});
+
+describe("console charts", () => {
+	it("draws ack latency p99 by nearest rank: 100 answers of 1..100 ms give p99 99 ms, and a lone sample is its own p99", async () => {
+		const h = harness({ ADMIN_TOKEN: TOKEN });
+		const now = Date.now();
+		const hourStart = now - (now % 3_600_000);
+		await rows(
+			`INSERT INTO deliveries (provider, message_id, event, status, body_bytes, received_at, status_at, ack_ms)
+       SELECT 'bloobank', 'ack-' || value, 'e', 'processed', 1, ?1, ?1, value FROM json_each(?2)`,
+			hourStart,
+			JSON.stringify(Array.from({ length: 100 }, (_, i) => i + 1)),
+		);
+		await rows(
+			`INSERT INTO deliveries (provider, message_id, event, status, body_bytes, received_at, status_at, ack_ms)
+       VALUES ('bloobank', 'ack-lone', 'e', 'processed', 1, ?1, ?1, 1234)`,
+			hourStart - 3_600_000,
+		);
+		const { html } = await page(h, "/console", await session(h));
+		expect(html).toContain("101 deliveries; worst hourly p99 1.2 s.");
+		await rows("DELETE FROM deliveries WHERE message_id = 'ack-lone'");
+		expect((await page(h, "/console", await session(h))).html).toContain("100 deliveries; worst hourly p99 99 ms.");
 	});
 });
 
