@@ -3,13 +3,14 @@
  * D1, like production code, and compares the batched consumer with a naive one-statement-per-
  * message consumer on the same seeded deliveries. Not part of the deployed Worker.
  */
+
+import { CountingD1 } from "../fixtures/bindings";
 import { consumeEvents } from "../src/apply/consumer";
 import { type Env, getConfig } from "../src/env";
 import { effectsFor } from "../src/providers";
 import { bloobank } from "../src/providers/bloobank";
 import type { QueueMessage } from "../src/queue/messages";
 import { QUEUE_NAMES } from "../src/queue/messages";
-import { CountingD1 } from "../test/support/bindings";
 
 const STATUSES = ["PENDING", "PROCESSING", "SUCCESS", "FAILED"];
 

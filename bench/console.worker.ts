@@ -3,10 +3,11 @@
  * bench-only routes to migrate and to seed deliveries in bulk, for npm run bench:console (config
  * bench/wrangler.console.toml). Not part of the deployed Worker.
  */
+
+import { CountingD1 } from "../fixtures/bindings";
 import type { Env } from "../src/env";
 import worker from "../src/index";
 import type { QueueMessage, ReconcileJob } from "../src/queue/messages";
-import { CountingD1 } from "../test/support/bindings";
 
 let counting: CountingD1 | null = null;
 let wrapped: Env | null = null;

@@ -1,44 +1,15 @@
 /**
  * The one place that reads environment variables. Everything else receives a parsed `Config`.
- * Bindings are typed here too, so `Env` is the whole contract between wrangler.toml and the code.
+ * The bindings' types live in ./bindings.ts.
  */
+
+import type { Env } from "./bindings";
 import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
 import { base64ToBytesLenient, utf8 } from "./crypto/encoding";
 import { type Cidr, parseCidr } from "./ingress/cidr";
-import type { QueueMessage, ReconcileJob } from "./queue/messages";
+import { PROVIDER_NAMES, type ProviderName } from "./providers/model";
 
-export interface Env {
-	DB: D1Database;
-	EVENTS: Queue<QueueMessage>;
-	RECONCILE: Queue<ReconcileJob>;
-	/** Optional: Workers Analytics Engine dataset, one data point per webhook request. */
-	WEBHOOK_ANALYTICS?: AnalyticsEngineDataset;
-	/** Optional: Workers Rate Limiting binding, keyed per client address (src/ingress/limit.ts). */
-	WEBHOOK_RATE_LIMITER?: RateLimit;
-
-	BLOOBANK_WEBHOOK_SECRETS?: string;
-	BLOOBANK_SECRET_ENCODING?: string;
-	BOLD_WEBHOOK_SECRETS?: string;
-	BOLD_SUPPORTED_MAJOR_VERSIONS?: string;
-	PAZY_WEBHOOK_SECRETS?: string;
-	STANDARD_WEBHOOK_SECRETS?: string;
-	SIGNATURE_TOLERANCE_SECONDS?: string;
-	MAX_BODY_BYTES?: string;
-	WEBHOOK_PATH_TOKEN?: string;
-	ADMIN_TOKEN?: string;
-	BLOOBANK_API_BASE_URL?: string;
-	BLOOBANK_ACCESS_KEY?: string;
-	BLOOBANK_PRIVATE_KEY?: string;
-	BLOOBANK_SIGNATURE_FORMAT?: string;
-	BLOOBANK_WALLETS?: string;
-	RECONCILE_FILTER_FIELD?: string;
-	RECONCILE_LOOKBACK_HOURS?: string;
-	ALERT_WEBHOOK_URL?: string;
-	SWEEP_STALE_SECONDS?: string;
-	RETENTION_DAYS?: string;
-	DEDUPE_RETENTION_DAYS?: string;
-	ALLOWED_SOURCE_CIDRS?: string;
-}
+export type { Env } from "./bindings";
 
 /** Every variable Env reads: a `[vars]` key of wrangler.toml must be one of them (test/wiring). */
 export const ENV_VAR_NAMES = [
@@ -68,9 +39,6 @@ export const ENV_VAR_NAMES = [
 type StringVars = { [K in keyof Env]-?: NonNullable<Env[K]> extends string ? K : never }[keyof Env];
 /** never while ENV_VAR_NAMES lists every string variable of Env. */
 export type UnlistedEnvVars = Exclude<StringVars, (typeof ENV_VAR_NAMES)[number]>;
-
-export type ProviderName = "bloobank" | "bold" | "pazy" | "standard";
-export const PROVIDER_NAMES: readonly ProviderName[] = ["bloobank", "bold", "pazy", "standard"];
 
 /** Each sender's secrets variable: comma-separated, every one tried (rotation). */
 export const SECRETS_VARIABLES = {

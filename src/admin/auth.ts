@@ -7,11 +7,11 @@
  * refused before the token is compared, so past the limit a guess is not even tried.
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../app";
+import type { AppEnv } from "../app-env";
 import { timingSafeEqualString } from "../crypto/hmac";
+import { RETRY_AFTER_SECONDS } from "../ingress/answers";
 import { clientKey, overLimit } from "../ingress/limit";
 import { noteRejection } from "../ingress/rejections";
-import { RETRY_AFTER_SECONDS } from "../ingress/status";
 
 /** How long this isolate refuses a client that went over its limit without comparing its token. */
 export const ADMIN_BLOCK_MS = 60_000;

@@ -1,8 +1,8 @@
 /** The admin API (docs/design.md): JSON only, every list `{ items, nextCursor }`. */
 import { Hono } from "hono";
-import type { AppEnv } from "../app";
+import type { AppEnv } from "../app-env";
 import { startHandRetry } from "../effects/executor";
-import { PROVIDER_NAMES } from "../env";
+import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { lastRun, listRuns } from "../reconcile/report";

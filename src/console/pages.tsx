@@ -5,11 +5,13 @@ import { readMetrics } from "../admin/metrics";
 import { parseCursor } from "../admin/pagination";
 import { getResource, listDeliveries, listEffects } from "../admin/views";
 import { startHandRetry } from "../effects/executor";
-import { PROVIDER_NAMES, reconcileEnabled } from "../env";
+import { reconcileEnabled } from "../env";
+import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { lastRun, listRuns } from "../reconcile/report";
 import { BarChart, COLOURS, LineChart, type Series } from "./charts";
+import type { ConsoleContext, ConsoleEnv } from "./env";
 import { ago, iso, Page, PostButton } from "./layout";
 import {
 	DAY_MS,
@@ -23,7 +25,6 @@ import {
 	resourceDeliveries,
 	runWindows,
 } from "./queries";
-import type { ConsoleContext, ConsoleEnv } from "./routes";
 import { consoleClock } from "./session";
 
 const DELIVERY_STATUSES = ["received", "enqueued", "processed", "stale", "ignored", "failed"] as const;

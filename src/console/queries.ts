@@ -2,7 +2,7 @@
  * The console's own reads, on top of the admin ones (src/admin/views.ts, metrics.ts): each is one
  * statement on an index, and each page sends them in a bounded number of D1 round trips.
  */
-import { PROVIDER_NAMES } from "../env";
+import { PROVIDER_NAMES } from "../providers/model";
 
 export const DAY_MS = 24 * 60 * 60_000;
 const HOUR_MS = 60 * 60_000;

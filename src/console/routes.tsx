@@ -2,31 +2,17 @@
  * The operator console (docs/design.md, operator console): HTML pages over the admin reads, a
  * signed session cookie, a CSRF token on every form, a strict CSP. Off (404) without ADMIN_TOKEN.
  */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { block, isBlocked } from "../admin/auth";
-import type { AppEnv } from "../app";
 import { timingSafeEqualString } from "../crypto/hmac";
+import { RETRY_AFTER_SECONDS } from "../ingress/answers";
 import { clientKey, overLimit } from "../ingress/limit";
 import { noteRejection } from "../ingress/rejections";
-import { RETRY_AFTER_SECONDS } from "../ingress/status";
+import type { ConsoleContext, ConsoleEnv } from "./env";
 import { contentSecurityPolicy, Page } from "./layout";
 import { pageRoutes } from "./pages";
-import {
-	consoleClock,
-	createSession,
-	csrfToken,
-	readSession,
-	SESSION_COOKIE,
-	SESSION_TTL_MS,
-	type Session,
-} from "./session";
-
-export interface ConsoleEnv {
-	Bindings: AppEnv["Bindings"];
-	Variables: AppEnv["Variables"] & { adminToken: string; nonce: string; session: Session; csrf: string };
-}
-export type ConsoleContext = Context<ConsoleEnv>;
+import { consoleClock, createSession, csrfToken, readSession, SESSION_COOKIE, SESSION_TTL_MS } from "./session";
 
 function nonce(): string {
 	return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));

@@ -6,6 +6,7 @@
  */
 import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
+import { backoff } from "../time";
 import { type Effect, type EffectContext, handlers } from "./handlers";
 import type { EffectKind } from "./rules";
 
@@ -33,7 +34,7 @@ export const EFFECT_MAX_ATTEMPTS = 10;
 
 /** Backoff for a failed effect: 1, 2, 4 ... minutes, capped at an hour. */
 export function effectRetryDelayMs(attempts: number): number {
-	return Math.min(60 * 60_000, 60_000 * 2 ** Math.max(0, attempts - 1));
+	return backoff(attempts, 60_000, 60 * 60_000);
 }
 
 function toEffect(row: ClaimedEffectRow): Effect | null {

@@ -1,9 +1,9 @@
 /** The registry: adding a provider is writing its file and listing it here. */
 
 import type { EffectSeed } from "../effects/rules";
-import type { ProviderName } from "../env";
 import { bloobank } from "./bloobank";
 import { bold } from "./bold";
+import type { ProviderName } from "./model";
 import { pazy } from "./pazy";
 import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";

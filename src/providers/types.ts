@@ -3,57 +3,12 @@
  * A provider is one file exporting a `Provider`; src/providers/index.ts lists them.
  */
 import type { EffectSeed } from "../effects/rules";
-import type { Config, ProviderName } from "../env";
+import type { Config } from "../env";
+import type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
 import type { SignatureCheck, SignatureInput } from "./signature";
 
-/** A resource snapshot as the sender last described it. */
-export interface ResourceSnapshot {
-	type: string;
-	id: string;
-	/**
-	 * The scope within which `id` is unique, where the sender has one (BlooBank: the wallet,
-	 * docs/providers.md 1.4); null elsewhere. Part of the resource's key.
-	 */
-	wallet: string | null;
-	/** Orders snapshots of one resource: higher wins (BlooBank: ordVersion). */
-	version: number;
-	status: string;
-	data: unknown;
-}
-
-export interface NormalisedEvent {
-	provider: ProviderName;
-	/** The sender's dedupe id (BlooBank messageId). Used for dedupe only, never as a business id. */
-	messageId: string;
-	event: string;
-	/** The sender's attempt counter, for audit. */
-	attempt: number | null;
-	/** The sender's attempt id, where it has one (Bold `attemptId`), for audit. */
-	attemptRef: string | null;
-	/**
-	 * When the sender says the event happened (epoch ms), where the payload has such a time; null
-	 * otherwise. Only for the console's end-to-end lag (event time to processed): never for ordering.
-	 */
-	eventAt: number | null;
-	/** null: an event we do not model; stored, marked `ignored` (with `note`), answered 2xx. */
-	resource: ResourceSnapshot | null;
-	note: string | null;
-}
-
-/** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
-export const VERIFY_FAILURES = [
-	"missing_signature",
-	"malformed_signature",
-	"missing_timestamp",
-	"malformed_timestamp",
-	"timestamp_mismatch",
-	"timestamp_out_of_tolerance",
-	"no_supported_signature",
-	"signature_mismatch",
-] as const;
-export type VerifyFailure = (typeof VERIFY_FAILURES)[number];
-
-export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
+export type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
+export { VERIFY_FAILURES, type VerifyFailure, type VerifyResult } from "./signature";
 
 /**
  * The only bodies a provider refuses after verification: without JSON or a message id there is

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ACCESS_KEY, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
 import { consoleClock, SESSION_TTL_MS } from "../../src/console/session";
 import { ALERT_URL } from "../support/alert-target";
 import { consume, ingest } from "../support/apply";
 import { orderEvent, signedRequest } from "../support/bloobank";
-import { ACCESS_KEY, PRIVATE_KEY_HEX } from "../support/fake-bloobank";
 import { SENDERS } from "../support/senders";
 import { call, type Harness, harness, resetDb, rows } from "../support/worker";
 import { TEST_SECRETS } from "../vars";

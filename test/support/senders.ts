@@ -4,7 +4,7 @@
  * `standardwebhooks` package).
  */
 import { Webhook } from "standardwebhooks";
-import type { ProviderName } from "../../src/env";
+import type { ProviderName } from "../../src/providers/model";
 import { TEST_SECRETS } from "../vars";
 import { hmacHex } from "./bloobank";
 
