@@ -74,6 +74,8 @@ export function LineChart(p: {
 	title: string;
 	series: Series[];
 	unit: string;
+	/** Formats the axis maximum (default: the number and the unit). */
+	format?: (v: number) => string;
 	xLabels: [string, string, string];
 	summary: string;
 }) {
@@ -88,7 +90,7 @@ export function LineChart(p: {
 				<line x1={PAD_L} y1={8 + PLOT_H} x2={W - 6} y2={8 + PLOT_H} stroke="#8c959f" stroke-width="1" />
 				<line x1={PAD_L} y1={8} x2={W - 6} y2={8} stroke="#8c959f" stroke-width="0.5" stroke-dasharray="3 3" />
 				<text x={PAD_L - 4} y={12} text-anchor="end">
-					{`${max}${p.unit}`}
+					{p.format ? p.format(max) : `${max}${p.unit}`}
 				</text>
 				<text x={PAD_L - 4} y={8 + PLOT_H} text-anchor="end">
 					0

@@ -305,6 +305,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 					title="Ack latency (request to answer), hourly p50 and p99, ms"
 					series={percentileSeries(charts.ack, nowMs)}
 					unit=" ms"
+					format={seconds}
 					xLabels={["−24 h", "−12 h", "now"]}
 					summary={latest(charts.ack)}
 				/>
@@ -312,6 +313,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 					title="End-to-end lag (provider event time to processed), hourly p50 and p99, ms"
 					series={percentileSeries(charts.lag, nowMs)}
 					unit=" ms"
+					format={seconds}
 					xLabels={["−24 h", "−12 h", "now"]}
 					summary={latest(charts.lag)}
 				/>
