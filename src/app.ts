@@ -2,6 +2,7 @@
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/routes";
 import type { AppEnv } from "./app-env";
+import { consoleRoutes } from "./console/routes";
 import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
 import { RETRY_AFTER_SECONDS } from "./ingress/answers";
 import { ingressRoutes } from "./ingress/routes";
@@ -44,6 +45,7 @@ export function createApp(): Hono<AppEnv> {
 
 	app.route("/webhooks", ingressRoutes());
 	app.route("/admin", adminRoutes());
+	app.route("/console", consoleRoutes());
 
 	app.notFound((c) => c.body(null, 404));
 	app.onError((err, c) => {

@@ -152,3 +152,23 @@ export async function claimForHandRetry(db: D1Database, id: number, nowMs: numbe
 	const status = current?.results[0]?.status;
 	return status === undefined ? null : { status };
 }
+
+export type HandRetryOutcome =
+	| { outcome: "not_found" }
+	| { outcome: "not_failed"; status: string }
+	| { outcome: "started"; run: Promise<void> };
+
+/**
+ * The hand retry as the admin API and the console start it: claim, then run in the caller's
+ * waitUntil (`run` never rejects). If that run dies, the sweep takes it over once the claim lapses.
+ */
+export async function startHandRetry(env: Env, config: Config, id: number, nowMs: number): Promise<HandRetryOutcome> {
+	const retry = await claimForHandRetry(env.DB, id, nowMs);
+	if (retry === null) return { outcome: "not_found" };
+	if ("status" in retry) return { outcome: "not_failed", status: retry.status };
+	const run = executeEffects(env, config, [retry.claimed], nowMs).then(
+		() => undefined,
+		(err) => log("error", "effect_retry_failed", { effectId: id, error: errorMessage(err) }),
+	);
+	return { outcome: "started", run };
+}

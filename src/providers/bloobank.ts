@@ -112,9 +112,11 @@ export function parseBlooBank(body: string, headers: Headers): ParseResult {
 		};
 	if (resource === null)
 		return { ok: true, event: ignoredEvent("bloobank", messageId, event, "event not modelled", { attempt }) };
+	// The envelope's occurredAt (newer generation), else the order's own updatedAt (docs/providers.md 1.3).
+	const eventAt = epochMs(envelope.occurredAt) ?? (isRecord(resource.data) ? epochMs(resource.data.updatedAt) : null);
 	return {
 		ok: true,
-		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, resource, note: null },
+		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, eventAt, resource, note: null },
 	};
 }
 

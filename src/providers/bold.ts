@@ -97,6 +97,7 @@ export function parseBold(body: string, headers: Headers, settings: BoldSettings
 			event: eventName,
 			attempt: null,
 			attemptRef,
+			eventAt: occurredOn,
 			note: null,
 			resource: { type: entity, id: entityId, wallet: null, version: occurredOn, status, data: payload ?? null },
 		},

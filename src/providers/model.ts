@@ -31,6 +31,11 @@ export interface NormalisedEvent {
 	attempt: number | null;
 	/** The sender's attempt id, where it has one (Bold `attemptId`), for audit. */
 	attemptRef: string | null;
+	/**
+	 * When the sender says the event happened (epoch ms), where the payload has such a time; null
+	 * otherwise. Only for the console's end-to-end lag (event time to processed): never for ordering.
+	 */
+	eventAt: number | null;
 	/** null: an event we do not model; stored, marked `ignored` (with `note`), answered 2xx. */
 	resource: ResourceSnapshot | null;
 	note: string | null;

@@ -70,6 +70,7 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 			event: type,
 			attempt,
 			attemptRef: null,
+			eventAt: epochMs(e.createdAt),
 			note: null,
 			resource: { type: "payment", id: paymentId, wallet: null, version, status, data },
 		},

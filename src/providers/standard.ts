@@ -15,6 +15,7 @@ import {
 	verifySigned,
 } from "./signature";
 import {
+	epochMs,
 	genericStatusRank,
 	idString,
 	ignoredEvent,
@@ -89,6 +90,8 @@ export function parseStandard(body: string, headers: Headers): ParseResult {
 			event,
 			attempt: null,
 			attemptRef: null,
+			// The payload's own time; webhook-timestamp is when it was sent, not when it happened.
+			eventAt: typeof e.timestamp === "string" ? epochMs(e.timestamp) : null,
 			note: null,
 			resource: { type, id, wallet: null, version, status: STANDARD_MAPPING.status(e), data: e.data ?? null },
 		},

@@ -74,6 +74,7 @@ export function ignoredEvent(
 		event,
 		attempt: null,
 		attemptRef: null,
+		eventAt: null,
 		...extra,
 		resource: null,
 		note,

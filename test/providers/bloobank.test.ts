@@ -140,6 +140,8 @@ describe("BlooBank envelope (docs/providers.md 1.3)", () => {
 				event: "payment_order.success",
 				attempt: 1,
 				attemptRef: null,
+				// The KAT body has neither occurredAt nor data.updatedAt.
+				eventAt: null,
 				note: null,
 				resource: {
 					type: "payment_order",
