@@ -49,6 +49,9 @@ export default defineConfig(async () => {
 			}),
 		],
 		test: {
+			// Some tests drive hundreds of deliveries through real local D1; on a shared 2-core machine
+			// they can take several seconds. Timing is never asserted, only counts and states.
+			testTimeout: 30_000,
 			setupFiles: ["./test/setup.ts"],
 			// The Worker's structured log lines are asserted on where they matter; keep CI output readable.
 			onConsoleLog: (line: string) => process.env.SHOW_LOGS === "1" || !line.startsWith('{"level":'),
