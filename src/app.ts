@@ -5,6 +5,7 @@ import type { AppEnv } from "./app-env";
 import { consoleRoutes } from "./console/routes";
 import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
 import { RETRY_AFTER_SECONDS } from "./ingress/answers";
+import { noteRejection } from "./ingress/rejections";
 import { ingressRoutes } from "./ingress/routes";
 import { errorMessage, log } from "./log";
 
@@ -15,10 +16,16 @@ export type { AppEnv } from "./app-env";
  * (see PUBLISHED_VALUES) is a configuration error unless the request comes to localhost: a
  * deployed receiver must not run on a secret everyone can read (docs/design.md, configuration).
  */
-function requestConfig(env: Env, url: string): WebhookConfig {
+function requestConfig(env: Env, request: Request): WebhookConfig {
 	const config = getWebhookConfig(env);
 	const published = config.publishedValues[0];
-	if (published !== undefined && !isLoopbackHost(new URL(url).hostname)) {
+	// Both the URL and the client: behind Cloudflare's edge CF-Connecting-IP is always set, so a
+	// spoofed Host alone does not pass; locally (wrangler dev) it is absent or loopback.
+	const client = request.headers.get("cf-connecting-ip");
+	const local =
+		isLoopbackHost(new URL(request.url).hostname) &&
+		(client === null || client === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(client));
+	if (published !== undefined && !local) {
 		throw new ConfigError(published, "holds a published development value; set your own");
 	}
 	return config;
@@ -30,7 +37,7 @@ export function createApp(): Hono<AppEnv> {
 	// Healthy only when the configuration parses: the variable's name, never its value.
 	app.get("/healthz", (c) => {
 		try {
-			requestConfig(c.env, c.req.url);
+			requestConfig(c.env, c.req.raw);
 			return c.json({ ok: true });
 		} catch (err) {
 			if (!(err instanceof ConfigError)) throw err;
@@ -39,7 +46,7 @@ export function createApp(): Hono<AppEnv> {
 	});
 
 	app.use("*", async (c, next) => {
-		c.set("config", requestConfig(c.env, c.req.url));
+		c.set("config", requestConfig(c.env, c.req.raw));
 		await next();
 	});
 
@@ -52,8 +59,19 @@ export function createApp(): Hono<AppEnv> {
 		// The route pattern, not the URL: a URL may carry WEBHOOK_PATH_TOKEN.
 		const route = c.req.routePath;
 		if (err instanceof ConfigError) {
-			// Ours to fix, so never a 4xx: a sender retries a 503 until the merchant fixes it.
+			// Ours to fix, so never a 4xx: a sender retries a 503 until the merchant fixes it. Counted
+			// like a rejection, so the sweep's `config_error` alert fires even when only requests see
+			// the problem (a published development value on a deployed receiver).
 			log("error", "config_error", { route, variable: err.variable, error: err.message });
+			const counted = noteRejection(c.env.DB, {
+				provider: "(config)",
+				reason: "config_error",
+				status: 503,
+				size: 0,
+				ip: c.req.header("cf-connecting-ip") ?? null,
+				at: Date.now(),
+			});
+			if (counted) c.executionCtx.waitUntil(counted);
 			return c.body(null, 503, { "Retry-After": String(RETRY_AFTER_SECONDS) });
 		}
 		log("error", "unhandled_error", { route, error: errorMessage(err) });

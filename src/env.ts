@@ -9,6 +9,7 @@ import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature
 import { type Cidr, parseCidr } from "./ingress/cidr";
 import { providers } from "./providers";
 import type { ProviderName } from "./providers/model";
+import type { Provider } from "./providers/types";
 
 export type { Env } from "./bindings";
 export { type Config, ConfigError, type WebhookConfig } from "./config";
@@ -120,7 +121,6 @@ export function parseWebhookConfig(env: Env): WebhookConfig {
 		const name = provider.name;
 		const variable = provider.secretsVariable;
 		const secrets = list(env[variable]);
-		if (secrets.some((s) => PUBLISHED_VALUES.has(s))) published.push(variable);
 		keys[name] = secrets.map((secret) => {
 			const key = provider.keyFromSecret(secret, env);
 			// A secret that does not decode is ours to fix: never a 401, which BlooBank never retries
@@ -128,6 +128,10 @@ export function parseWebhookConfig(env: Env): WebhookConfig {
 			if (key === null || key.byteLength === 0) throw new ConfigError(variable, "a secret does not decode");
 			return key;
 		});
+		// Compared as keys, not strings: another spelling of a published secret (no `whsec_`, URL-safe
+		// base64) is still the published key.
+		const publishedKeys = [...PUBLISHED_VALUES].map((v) => keyOrNull(provider, v, env));
+		if (keys[name].some((k) => publishedKeys.some((p) => p !== null && sameBytes(k, p)))) published.push(variable);
 	}
 	const adminToken = token("ADMIN_TOKEN", env.ADMIN_TOKEN);
 	if (adminToken !== null && PUBLISHED_VALUES.has(adminToken)) published.push("ADMIN_TOKEN");
@@ -170,6 +174,39 @@ export function getConfig(env: Env): Config {
 /** Parsed once per env object. Throws ConfigError. */
 export function getWebhookConfig(env: Env): WebhookConfig {
 	return cached(webhookCache, env, parseWebhookConfig);
+}
+
+function keyOrNull(provider: Provider, secret: string, env: Env): Uint8Array | null {
+	try {
+		return provider.keyFromSecret(secret, env);
+	} catch {
+		return null;
+	}
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+	return a.byteLength === b.byteLength && a.every((x, i) => x === b[i]);
+}
+
+/**
+ * When `Config` itself does not parse, the sweep still evaluates the alerts (`config_error` among
+ * them): this is enough for that, with ALERT_WEBHOOK_URL if that one variable parses.
+ */
+export function alertOnlyConfig(env: Env): Config {
+	let alertWebhookUrl: string | null = null;
+	try {
+		const alert = optional(env.ALERT_WEBHOOK_URL);
+		alertWebhookUrl = alert === null ? null : outboundUrl("ALERT_WEBHOOK_URL", alert);
+	} catch {
+		// The alert target is what is broken: the log line is all there is.
+	}
+	return {
+		providerSettings: {} as Config["providerSettings"],
+		alertWebhookUrl,
+		sweepStaleSeconds: 300,
+		retentionDays: 30,
+		dedupeRetentionDays: 90,
+	};
 }
 
 /** The variable at fault, or null when the whole configuration parses (`/healthz`, the sweep's alert). */

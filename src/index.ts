@@ -2,12 +2,13 @@
 import { createApp } from "./app";
 import { consumeDeadLetters, consumeEvents } from "./apply/consumer";
 import { DAILY_RECONCILE_CRON } from "./cron";
-import { type Config, ConfigError, type Env, getConfig, reconcileEnabled } from "./env";
+import { alertOnlyConfig, type Config, ConfigError, type Env, getConfig, reconcileEnabled } from "./env";
 import { log } from "./log";
 import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "./queue/messages";
 import { consumeReconcileDeadLetters } from "./reconcile/dead-letters";
 import { startRun } from "./reconcile/planner";
 import { consumeReconcile } from "./reconcile/window";
+import { runAlerts } from "./sweep/alerts";
 import { sweep } from "./sweep/sweep";
 
 const app = createApp();
@@ -47,8 +48,10 @@ export default {
 			config = getConfig(env);
 		} catch (err) {
 			if (!(err instanceof ConfigError)) throw err;
-			// Nothing the sweep would re-send can be applied until this is fixed; say so every tick.
+			// Nothing the sweep would re-send can be applied until this is fixed: only the alerts run
+			// (`config_error` fires), and the log says it every tick.
 			log("error", "config_error", { variable: err.variable, error: err.message });
+			await runAlerts(env, alertOnlyConfig(env), controller.scheduledTime);
 			return;
 		}
 		await sweep(env, config, controller.scheduledTime);

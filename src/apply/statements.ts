@@ -59,6 +59,14 @@ WHERE excluded.version > resources.version
    OR (excluded.version = resources.version AND excluded.status_rank > resources.status_rank)`;
 
 /**
+ * A second pointer to a delivery already decided (a sweep re-send of a slow `enqueued` row, a
+ * queue redelivery) must not re-decide it: `processed` stays `processed` even after a newer
+ * version moved state on. `failed` and `ignored` stay open: a re-send reopens them, and a late
+ * dead letter must not win over the pointer that heals the row. An admin replay sets `enqueued`.
+ */
+const SETTLED = "('processed', 'stale')";
+
+/**
  * A delivery is `processed` only when the state now holds what it carried (version, status and
  * content); otherwise `stale`, with note `same_version` when it lost a tie (docs/design.md, statuses).
  */
@@ -73,7 +81,7 @@ FROM (SELECT value->>'ref' AS ref, value->>'provider' AS provider, value->>'type
              value->>'status' AS status, value->'data' AS data
       FROM json_each(?1)) AS j
 JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
-WHERE deliveries.id = j.ref`;
+WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`;
 
 /**
  * Invariant 6: effect rows only for snapshots the state now holds, unique per (resource, kind),
@@ -102,13 +110,13 @@ RETURNING ${CLAIMED_EFFECT_COLUMNS}`;
 export const MARK_IGNORED = `
 UPDATE deliveries SET status = 'ignored', status_at = ?2, processed_at = ?2, attempts = attempts + 1,
   last_error = NULL, send_token = NULL
-WHERE id IN (SELECT value FROM json_each(?1))`;
+WHERE id IN (SELECT value FROM json_each(?1)) AND status NOT IN ${SETTLED}`;
 
 export const MARK_FAILED = `
 UPDATE deliveries SET status = 'failed', status_at = ?2, attempts = attempts + 1,
   last_error = j.error, send_token = NULL
 FROM (SELECT value->>'ref' AS ref, value->>'error' AS error FROM json_each(?1)) AS j
-WHERE deliveries.id = j.ref`;
+WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`;
 
 /** D1 caps a string at 2 MB; 600k UTF-16 units is at most 1.8 MB of UTF-8 whatever the text. */
 export const MAX_CHUNK_BYTES = 600_000;

@@ -80,7 +80,10 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 
 	let outcome: Awaited<ReturnType<typeof recordDelivery>>;
 	try {
-		outcome = await recordDelivery(env.DB, event, text, size, keptHeadersJson(provider, request.headers), nowMs);
+		// The clock at the write, not at the request's start: the send lease (SEND_LEASE_MS) runs
+		// from here, so a slow upload does not eat into it.
+		const writtenAt = Date.now();
+		outcome = await recordDelivery(env.DB, event, text, size, keptHeadersJson(provider, request.headers), writtenAt);
 	} catch (err) {
 		log("error", "inbox_write_failed", {
 			provider: provider.name,

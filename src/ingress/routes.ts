@@ -47,8 +47,12 @@ export function ingressRoutes(): Hono<AppEnv> {
 		return c.body(null, result.status as 200, headers);
 	});
 
-	app.all("/:provider/:token?", (c) =>
-		getProvider(c.req.param("provider")) ? c.body(null, 405, { Allow: "POST" }) : c.body(null, 404),
-	);
+	// 405 only where a POST would be served: the same path rule as above, or the path does not exist.
+	app.all("/:provider/:token?", (c) => {
+		const expected = c.get("config").webhookPathToken;
+		const token = c.req.param("token");
+		const pathOk = expected === null ? token === undefined : timingSafeEqualString(token ?? "", expected);
+		return pathOk && getProvider(c.req.param("provider")) ? c.body(null, 405, { Allow: "POST" }) : c.body(null, 404);
+	});
 	return app;
 }

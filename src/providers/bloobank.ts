@@ -66,7 +66,11 @@ export function normaliseBlooBankStatus(status: string): string {
  * `payment.*` / `payment_order.*`. Decision: the older generation's version is the epoch ms of
  * `updatedAt`, else `createdAt`.
  */
-function paymentOrder(event: string, resource: unknown): ResourceSnapshot | "malformed" | null {
+function paymentOrder(
+	event: string,
+	resource: unknown,
+	walletHint: string | null,
+): ResourceSnapshot | "malformed" | "no_wallet" | null {
 	if (!isRecord(resource)) return event.startsWith("payment") ? "malformed" : null;
 	const hasOrdVersion = resource.ordVersion !== undefined && resource.ordVersion !== null;
 	const looksLikeOrder = hasOrdVersion || event.startsWith("payment.") || event.startsWith("payment_order.");
@@ -79,20 +83,34 @@ function paymentOrder(event: string, resource: unknown): ResourceSnapshot | "mal
 		: (epochMs(resource.updatedAt) ?? epochMs(resource.createdAt));
 	if (version === null) return "malformed";
 	if (typeof resource.status !== "string" || resource.status.trim() === "") return "malformed";
+	// Order ids are unique only within a wallet (docs/providers.md 1.4): an order is keyed by
+	// (wallet, id), the wallet from the order, its `selfName`, or what the envelope names.
+	const wallet = idString(resource.wallet) ?? walletIn(resource.selfName) ?? walletHint;
+	if (wallet === null) return "no_wallet";
 	return {
 		type: "payment_order",
 		id,
-		wallet: typeof resource.wallet === "string" ? resource.wallet : null,
+		wallet,
 		version,
 		status: normaliseBlooBankStatus(resource.status),
 		data: resource,
 	};
 }
 
-/** A PaymentOrder as the list API returns it (newer generation), as a snapshot, or null. */
-export function blooBankOrderSnapshot(item: unknown): ResourceSnapshot | null {
-	const r = paymentOrder("payment_order.listed", item);
-	return r === "malformed" ? null : r;
+/** The wallet of a resource name such as `wallets/{wallet}/paymentOrders/{id}` (or a path ending so). */
+function walletIn(name: unknown): string | null {
+	if (typeof name !== "string") return null;
+	const m = /(?:^|\/)wallets\/([^/?#]{1,200})\/paymentOrders(?:\/|$|\?)/.exec(name);
+	return m?.[1] ? decodeURIComponent(m[1]) : null;
+}
+
+/**
+ * A PaymentOrder as the list API returns it (newer generation), as a snapshot, or null. The list
+ * is per wallet, so an item naming no wallet is the listed wallet's.
+ */
+export function blooBankOrderSnapshot(item: unknown, listedWallet: string): ResourceSnapshot | null {
+	const r = paymentOrder("payment_order.listed", item, listedWallet);
+	return r === "malformed" || r === "no_wallet" ? null : r;
 }
 
 export function parseBlooBank(body: string, headers: Headers): ParseResult {
@@ -101,7 +119,7 @@ export function parseBlooBank(body: string, headers: Headers): ParseResult {
 	const messageId = idString(envelope.messageId);
 	if (messageId === null) return { ok: false, reason: "missing_message_id" };
 	const event = typeof envelope.event === "string" ? envelope.event : "";
-	const resource = paymentOrder(event, envelope.data ?? envelope.body);
+	const resource = paymentOrder(event, envelope.data ?? envelope.body, walletIn(envelope.pathname));
 	const attempt =
 		positiveIntOrNull(envelope.deliveryAttempt) ?? positiveIntOrNull(headers.get("x-bloobank-delivery-attempt"));
 	// Signed but not an order we can apply: stored and `ignored`, so a fix plus a replay can apply it.
@@ -110,6 +128,10 @@ export function parseBlooBank(body: string, headers: Headers): ParseResult {
 			ok: true,
 			event: ignoredEvent("bloobank", messageId, event, "payment order without id, version or status", { attempt }),
 		};
+	if (resource === "no_wallet") {
+		const note = "payment order without a wallet (its id is unique only within one)";
+		return { ok: true, event: ignoredEvent("bloobank", messageId, event, note, { attempt }) };
+	}
 	if (resource === null)
 		return { ok: true, event: ignoredEvent("bloobank", messageId, event, "event not modelled", { attempt }) };
 	// The envelope's occurredAt (newer generation), else the order's own updatedAt (docs/providers.md 1.3).

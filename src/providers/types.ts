@@ -139,5 +139,7 @@ const GENERIC_FINAL = new Set([
 ]);
 
 export function genericStatusRank(status: string): number {
-	return GENERIC_REVERSALS.has(status) ? 2 : GENERIC_FINAL.has(status) ? 1 : 0;
+	// A status taken from an event name (`CHARGE.SUCCEEDED`) is ranked by its last part.
+	const last = status.slice(status.lastIndexOf(".") + 1);
+	return GENERIC_REVERSALS.has(last) ? 2 : GENERIC_FINAL.has(last) ? 1 : 0;
 }

@@ -192,12 +192,12 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 			const foreign: string[] = [];
 			let malformed = 0;
 			for (const item of res.value.items) {
-				const s = blooBankOrderSnapshot(item);
+				const s = blooBankOrderSnapshot(item, job.wallet);
 				if (!s) malformed++;
 				// The list is per wallet: an order naming another wallet is not this window's to apply (ids
 				// are unique only within a wallet, docs/providers.md 1.4). One naming none is the asked wallet's.
-				else if (s.wallet !== null && s.wallet !== job.wallet) foreign.push(`${s.id} of ${s.wallet}`);
-				else snapshots.push({ ...s, wallet: job.wallet });
+				else if (s.wallet !== job.wallet) foreign.push(`${s.id} of ${s.wallet}`);
+				else snapshots.push(s);
 			}
 			if (malformed > 0) {
 				p.errors.push("an item of the list is not a payment order");

@@ -34,7 +34,7 @@ export interface Signals {
  * Genuine deliveries our configuration turned away with a 503 (the sender retries): a provider
  * registered before its secrets were set, a source outside a stale ALLOWED_SOURCE_CIDRS.
  */
-export const MISCONFIGURED_REASONS = ["provider_not_configured", "source_not_allowed"] as const;
+export const MISCONFIGURED_REASONS = ["provider_not_configured", "source_not_allowed", "config_error"] as const;
 export type MisconfiguredReason = (typeof MISCONFIGURED_REASONS)[number];
 export const CONFIG_ALERT_MINUTES = 5;
 
@@ -75,11 +75,12 @@ export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
 			`run ${s.lastReconcileRepairs.runId} repaired ${s.lastReconcileRepairs.repaired} orders`,
 		);
 	}
-	if (s.configProblem !== null) firing.set("config_error", `${s.configProblem} does not parse: webhooks answer 503`);
 	for (const reason of MISCONFIGURED_REASONS) {
 		const n = s.misconfigured[reason] ?? 0;
 		if (n > 0) firing.set(reason, `${n} requests refused (503, ${reason}) in the last ${CONFIG_ALERT_MINUTES} min`);
 	}
+	// A variable that does not parse is a problem before any request shows it.
+	if (s.configProblem !== null) firing.set("config_error", `${s.configProblem} does not parse: webhooks answer 503`);
 	return firing;
 }
 

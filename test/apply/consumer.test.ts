@@ -279,7 +279,7 @@ describe("failures", () => {
 				JSON.stringify({
 					messageId: "poison-1",
 					event: "payment_order.pending",
-					data: { id: "ord-poison", ordVersion: 1, status: "PENDING" },
+					data: { id: "ord-poison", wallet: "w1", ordVersion: 1, status: "PENDING" },
 				}),
 				msg.deliveryId,
 			)

@@ -2,14 +2,17 @@
  * Faults a merchant meets in production, one test each, named for the fault. Each runs through
  * the Worker's real entry points (fetch, queue, scheduled code) with real local D1 and Queues.
  */
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { MAX_CHUNK_BODY_BYTES } from "../../src/apply/consumer";
 import { hmacCounter } from "../../src/crypto/hmac";
-import { parseWebhookConfig } from "../../src/env";
+import { getConfig, parseWebhookConfig } from "../../src/env";
+import worker from "../../src/index";
 import { recordDelivery, SEND_LEASE_MS } from "../../src/ingress/inbox";
 import { parseBlooBank } from "../../src/providers/bloobank";
 import type { DeliveryMessage, QueueMessage } from "../../src/queue/messages";
+import { runAlerts } from "../../src/sweep/alerts";
 import { resendStuckDeliveries } from "../../src/sweep/sweep";
 import { consume, ingest } from "../support/apply";
 import { hmacHex, orderEvent, SECRET, signedRequest } from "../support/bloobank";
@@ -436,5 +439,96 @@ describe("configuration that fails safe", () => {
 		expect(await remote.json()).toEqual({ ok: false, error: "STANDARD_WEBHOOK_SECRETS" });
 		expect((await call(h, new Request("http://localhost:8787/healthz"))).status).toBe(200);
 		expect((await call(h, new Request("http://127.0.0.1:8787/healthz"))).status).toBe(200);
+	});
+});
+
+describe("an order without a wallet", () => {
+	it("takes its wallet from selfName or the older envelope's pathname, and is ignored (with a note) when none names one", async () => {
+		const h = harness();
+		const send = async (messageId: string, envelope: object) => {
+			const res = await call(h, await signedRequest({ event: "payment_order.success", messageId, ...envelope }));
+			expect(res.status).toBe(200);
+		};
+		const order = { id: "ord_nw", ordVersion: 1, status: "SUCCESS", amount: 5, currency: "BRL" };
+		await send("nw-1", { data: { ...order, selfName: "wallets/w7/paymentOrders/ord_nw" } });
+		await send("nw-2", {
+			body: { ...order, id: "ord_nw2" },
+			pathname: "/txengine/v1/wallets/w8/paymentOrders/ord_nw2",
+		});
+		await send("nw-3", { data: { ...order, id: "ord_nw3" } });
+		await consume(h, h.events.sent);
+		expect(await rows("SELECT wallet, id FROM resources ORDER BY id")).toEqual([
+			{ wallet: "w7", id: "ord_nw" },
+			{ wallet: "w8", id: "ord_nw2" },
+		]);
+		expect(await rows("SELECT message_id, status, note FROM deliveries WHERE message_id = 'nw-3'")).toEqual([
+			{
+				message_id: "nw-3",
+				status: "ignored",
+				note: "payment order without a wallet (its id is unique only within one)",
+			},
+		]);
+	});
+});
+
+describe("review fixes", () => {
+	it("a second pointer to a processed delivery, after a newer version moved state on, leaves it processed", async () => {
+		const h = harness();
+		const v1 = await ingest(h, "again-1", { id: "ord_again", ordVersion: 1, status: "PENDING" });
+		const v2 = await ingest(h, "again-2", { id: "ord_again", ordVersion: 2, status: "PROCESSING" });
+		await consume(h, [v1]);
+		await consume(h, [v2]);
+		// The sweep re-sends a slow `enqueued` row, or the queue redelivers: the pointer comes again.
+		await consume(h, [v1]);
+		expect(await rows("SELECT message_id, status, note FROM deliveries ORDER BY id")).toEqual([
+			{ message_id: "again-1", status: "processed", note: null },
+			{ message_id: "again-2", status: "processed", note: null },
+		]);
+	});
+
+	it("a published secret in another spelling, or a spoofed Host from a non-loopback client, is still refused", async () => {
+		const noPrefix = harness({ STANDARD_WEBHOOK_SECRETS: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" });
+		expect((await call(noPrefix, new Request("https://receiver.test/healthz"))).status).toBe(503);
+		const spoofed = new Request("http://localhost/healthz", { headers: { "cf-connecting-ip": "203.0.113.5" } });
+		expect((await call(noPrefix, spoofed)).status).toBe(503);
+		const local = new Request("http://localhost/healthz", { headers: { "cf-connecting-ip": "127.0.0.1" } });
+		expect((await call(noPrefix, local)).status).toBe(200);
+	});
+
+	it("a request-time configuration error is counted, so the sweep's config_error alert fires", async () => {
+		const h = harness({ STANDARD_WEBHOOK_SECRETS: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" });
+		expect(
+			(await call(h, await signedRequest(orderEvent("pub-1", { id: "o", ordVersion: 1, status: "PENDING" })))).status,
+		).toBe(503);
+		expect(await rows("SELECT reason, status FROM rejections")).toEqual([{ reason: "config_error", status: 503 }]);
+		const fired = await runAlerts(harness().env, getConfig(harness().env), Date.now());
+		expect(fired.map((t) => t.name)).toContain("config_error");
+	});
+
+	it("with Config itself broken, the cron still runs the alerts: config_error is posted", async () => {
+		const posted: string[] = [];
+		vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) => {
+			posted.push(String(init?.body));
+			return new Response(null, { status: 200 });
+		});
+		try {
+			const h = harness({ SWEEP_STALE_SECONDS: "soon", ALERT_WEBHOOK_URL: "https://alerts.test/hook" });
+			const ctx = createExecutionContext();
+			await worker.scheduled(createScheduledController({ cron: "* * * * *", scheduledTime: Date.now() }), h.env, ctx);
+			await waitOnExecutionContext(ctx);
+			expect(posted.map((b) => JSON.parse(b).alert)).toEqual(["config_error"]);
+			expect(JSON.parse(posted[0] ?? "{}").detail).toMatch(/^SWEEP_STALE_SECONDS/);
+		} finally {
+			vi.restoreAllMocks();
+		}
+	});
+
+	it("with WEBHOOK_PATH_TOKEN set, a GET on the plain path is 404 (the path does not exist), not 405", async () => {
+		const h = harness({ WEBHOOK_PATH_TOKEN: "p4th-t0ken-0123456789abcdef0123456789" });
+		expect((await call(h, new Request("https://receiver.test/webhooks/bloobank"))).status).toBe(404);
+		expect(
+			(await call(h, new Request("https://receiver.test/webhooks/bloobank/p4th-t0ken-0123456789abcdef0123456789")))
+				.status,
+		).toBe(405);
 	});
 });

@@ -160,7 +160,7 @@ describe("BlooBank envelope (docs/providers.md 1.3)", () => {
 			event: "payment.confirmed",
 			messageId: "old-1",
 			method: "POST",
-			pathname: "/x",
+			pathname: "/txengine/v1/wallets/w1/paymentOrders/ord_old",
 			query: {},
 			body: {
 				id: "ord_old",
@@ -183,7 +183,7 @@ describe("BlooBank envelope (docs/providers.md 1.3)", () => {
 		const body = JSON.stringify({
 			event: "payment.created",
 			messageId: "old-2",
-			body: { id: "ord_old2", status: "created", createdAt: "2026-01-01T00:00:00.000Z" },
+			body: { id: "ord_old2", wallet: "w1", status: "created", createdAt: "2026-01-01T00:00:00.000Z" },
 		});
 		const r = parseBlooBank(body, new Headers());
 		expect(r.ok && r.event.resource?.version).toBe(Date.parse("2026-01-01T00:00:00.000Z"));
@@ -191,7 +191,11 @@ describe("BlooBank envelope (docs/providers.md 1.3)", () => {
 
 	it("applies an order whatever its event name, and ignores events without a modelled resource", () => {
 		const renamed = parseBlooBank(
-			JSON.stringify({ event: "something.new", messageId: "m", data: { id: "o", ordVersion: 2, status: "PENDING" } }),
+			JSON.stringify({
+				event: "something.new",
+				messageId: "m",
+				data: { id: "o", wallet: "w1", ordVersion: 2, status: "PENDING" },
+			}),
 			new Headers(),
 		);
 		expect(renamed.ok && renamed.event.resource?.id).toBe("o");

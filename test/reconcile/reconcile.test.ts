@@ -675,7 +675,7 @@ describe("provider answers are untrusted input", () => {
 
 	it("a snapshot's size counts two bytes a character once its text holds one above U+00FF", () => {
 		const order = { id: "ord_1", wallet: "w1", ordVersion: 1, status: "SUCCESS", metadata: `${"a".repeat(70_000)}€` };
-		const snapshot = blooBankOrderSnapshot(order);
+		const snapshot = blooBankOrderSnapshot(order, "w1");
 		if (!snapshot) throw new Error("not an order");
 		const message: SnapshotMessage = { kind: "snapshot", provider: "bloobank", resource: snapshot, runId: "r" };
 		// About 70,000 characters and UTF-8 bytes, but a two-byte string on the queue: 140,000 bytes.

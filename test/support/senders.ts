@@ -46,7 +46,7 @@ export const bloobankSender: Sender = {
 			event: `payment_order.${status.toLowerCase()}`,
 			messageId,
 			deliveryAttempt: 1,
-			data: { id, ordVersion: version, status, amount: 100, currency: "BRL" },
+			data: { id, wallet: "w1", ordVersion: version, status, amount: 100, currency: "BRL" },
 		}),
 	unmodelled: (messageId) =>
 		JSON.stringify({ event: "balance.updated", messageId, data: { wallet: "w1", balance: 1 } }),

@@ -201,3 +201,12 @@ describe("times and delays", () => {
 		expect(iso(null)).toBeNull();
 	});
 });
+
+describe("generic status rank", () => {
+	it("ranks a status taken from an event name by its last part", () => {
+		expect(genericStatusRank("CHARGE.SUCCEEDED")).toBe(1);
+		expect(genericStatusRank("REFUND.COMPLETED")).toBe(1);
+		expect(genericStatusRank("CHARGE.REFUNDED")).toBe(2);
+		expect(genericStatusRank("CHARGE.CREATED")).toBe(0);
+	});
+});
