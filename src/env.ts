@@ -1,6 +1,7 @@
 /**
  * The one place that reads environment variables. Everything else receives a parsed `Config`.
- * Bindings are typed here too, so `Env` is the whole contract between wrangler.toml and the code.
+ * Bindings are typed here too, so `Env` is the whole contract between wrangler.toml and the code;
+ * src/env.wrangler-check.ts checks it against the types `npm run types` generates from wrangler.toml.
  */
 import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
 import { base64ToBytesLenient, utf8 } from "./crypto/encoding";
