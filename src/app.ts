@@ -1,6 +1,7 @@
 /** The HTTP surface: webhooks, health, admin. One error handler maps the unexpected to 5xx. */
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/routes";
+import { isMissingSchema, MIGRATIONS_HINT, schemaProblem } from "./db/health";
 import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
 import { ingressRoutes } from "./ingress/routes";
 import { RETRY_AFTER_SECONDS } from "./ingress/status";
@@ -28,15 +29,17 @@ function requestConfig(env: Env, url: string): WebhookConfig {
 export function createApp(): Hono<AppEnv> {
 	const app = new Hono<AppEnv>();
 
-	// Healthy only when the configuration parses: the variable's name, never its value.
-	app.get("/healthz", (c) => {
+	// Healthy only when the configuration parses (the variable's name, never its value) and the
+	// database has the schema the code uses ("migrations") and answers ("d1").
+	app.get("/healthz", async (c) => {
 		try {
 			requestConfig(c.env, c.req.url);
-			return c.json({ ok: true });
 		} catch (err) {
 			if (!(err instanceof ConfigError)) throw err;
 			return c.json({ ok: false, error: err.variable }, 503);
 		}
+		const problem = await schemaProblem(c.env.DB);
+		return problem === null ? c.json({ ok: true }) : c.json({ ok: false, error: problem }, 503);
 	});
 
 	app.use("*", async (c, next) => {
@@ -55,6 +58,12 @@ export function createApp(): Hono<AppEnv> {
 			// Ours to fix, so never a 4xx: a sender retries a 503 until the merchant fixes it.
 			log("error", "config_error", { route, variable: err.variable, error: err.message });
 			return c.body(null, 503, { "Retry-After": String(RETRY_AFTER_SECONDS) });
+		}
+		if (isMissingSchema(err)) {
+			log("error", "migrations_not_applied", { route, hint: MIGRATIONS_HINT, error: errorMessage(err) });
+			return c.json({ error: "migrations", hint: MIGRATIONS_HINT }, 503, {
+				"Retry-After": String(RETRY_AFTER_SECONDS),
+			});
 		}
 		log("error", "unhandled_error", { route, error: errorMessage(err) });
 		return c.body(null, 500);

@@ -5,6 +5,7 @@
  * Status codes follow docs/design.md; 4xx only when the request is certainly not genuine, because
  * BlooBank never retries a 4xx (docs/providers.md 1.1). Rate limiting answers 503, never 429.
  */
+import { isMissingSchema, MIGRATIONS_HINT } from "../db/health";
 import type { Env, WebhookConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { keptHeadersJson } from "../providers";
@@ -83,10 +84,12 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 	try {
 		outcome = await recordDelivery(env.DB, event, text, size, keptHeadersJson(provider, request.headers), nowMs);
 	} catch (err) {
-		log("error", "inbox_write_failed", {
+		const missing = isMissingSchema(err);
+		log("error", missing ? "migrations_not_applied" : "inbox_write_failed", {
 			provider: provider.name,
 			messageId: event.messageId,
 			error: errorMessage(err),
+			...(missing ? { hint: MIGRATIONS_HINT } : {}),
 		});
 		return { ...base, status: 503, outcome: "unavailable", reason: "d1_error", deliveryId: null };
 	}

@@ -10,6 +10,8 @@ export class CountingD1 {
 	statements: string[] = [];
 	/** Throw before reaching D1 on the Nth round trip (1-based), or on every one when true. */
 	failRoundTrip: number | boolean = false;
+	/** The message of injected failures (e.g. D1's "no such table: deliveries" before migrations). */
+	failMessage = "D1_ERROR: injected failure (network connection lost)";
 	/** Append a statement that fails inside D1 to every batch() (a real mid-batch failure). */
 	failInsideBatch = false;
 	/** Round trips after this many wait until release() (to show what an answer does not wait for). */
@@ -27,7 +29,7 @@ export class CountingD1 {
 		this.statementCount += statements;
 		if (this.keepStatements) this.statements.push(sql);
 		if (this.failRoundTrip === true || this.failRoundTrip === this.roundTrips) {
-			throw new Error("D1_ERROR: injected failure (network connection lost)");
+			throw new Error(this.failMessage);
 		}
 		if (this.holdAfter !== null && this.roundTrips > this.holdAfter) {
 			return new Promise((resolve) => this.held.push(resolve));
