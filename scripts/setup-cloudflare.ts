@@ -1,5 +1,5 @@
 /**
- * npm run setup:cloudflare [-- --dry-run] [--secrets-file .secrets.production]
+ * npm run setup:cloudflare [-- --dry-run] [--file .secrets.production]
  *
  * Provisions what wrangler.toml names on the Cloudflare account wrangler is logged in to:
  * creates each D1 database, queue (dead-letter queues included) and R2 bucket that is absent
@@ -10,8 +10,9 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { parseArgs, parseEnv } from "node:util";
+import { parseEnv } from "node:util";
 import { unstable_readConfig } from "wrangler";
+import { parseToolArgs } from "./sim/cli";
 
 export interface RunResult {
 	status: number;
@@ -268,7 +269,7 @@ export function wranglerRunner(cwd: string): WranglerRunner {
 	};
 }
 
-const USAGE = `Usage: npm run setup:cloudflare [-- --dry-run] [--secrets-file .secrets.production]
+const USAGE = `Usage: npm run setup:cloudflare [-- --dry-run] [--file .secrets.production]
 
 Creates the D1 databases, queues and R2 buckets wrangler.toml names when absent, writes a created
 database's id into wrangler.toml, applies the D1 migrations remotely and uploads the secrets file
@@ -276,29 +277,23 @@ database's id into wrangler.toml, applies the D1 migrations remotely and uploads
 or set CLOUDFLARE_API_TOKEN (scopes: README "Deploy to Cloudflare").`;
 
 export function main(argv: readonly string[], cwd = process.cwd(), run = wranglerRunner(cwd)): number {
-	let values: { "dry-run"?: boolean; "secrets-file"?: string; help?: boolean };
-	try {
-		({ values } = parseArgs({
-			args: [...argv],
-			options: {
-				"dry-run": { type: "boolean" },
-				"secrets-file": { type: "string", default: ".secrets.production" },
-				help: { type: "boolean", short: "h" },
-			},
-		}));
-	} catch (err) {
-		console.error(`setup:cloudflare: ${(err as Error).message}\n\n${USAGE}`);
-		return 2;
+	const parsed = parseToolArgs(
+		"setup:cloudflare",
+		USAGE,
+		{ "dry-run": { type: "boolean" }, file: { type: "string", default: ".secrets.production" } },
+		argv,
+	);
+	if (!parsed.ok) {
+		if (parsed.exitCode === 0) console.log(parsed.output);
+		else console.error(parsed.output);
+		return parsed.exitCode;
 	}
-	if (values.help) {
-		console.log(USAGE);
-		return 0;
-	}
+	const values = parsed.values;
 	try {
 		setupCloudflare({
 			cwd,
 			run,
-			secretsFile: values["secrets-file"] ?? ".secrets.production",
+			secretsFile: typeof values.file === "string" ? values.file : ".secrets.production",
 			dryRun: values["dry-run"] === true,
 			print: (line) => console.log(line),
 		});
