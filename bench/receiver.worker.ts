@@ -3,10 +3,11 @@
  * counter, for npm run bench (config bench/wrangler.receiver.toml). Queue consumers are the real
  * ones.
  */
+
+import { CountingD1 } from "../fixtures/bindings";
 import type { Env } from "../src/env";
 import worker from "../src/index";
 import type { QueueMessage, ReconcileJob } from "../src/queue/messages";
-import { CountingD1 } from "../test/support/bindings";
 
 let counting: CountingD1 | null = null;
 // One wrapped env for the isolate, as workerd passes the same env to every request: a fresh

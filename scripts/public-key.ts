@@ -3,8 +3,8 @@
  * BLOOBANK_PRIVATE_KEY (from the environment, else .dev.vars): the key to register with BlooBank.
  */
 import { parsePrivateKey, publicKeyHex } from "../src/crypto/access-signature";
-import { toolArgs } from "./sim/cli";
 import { devVars } from "./sim/dev-vars";
+import { toolArgs } from "./sim/tool";
 
 toolArgs(
 	"public-key",

@@ -6,9 +6,10 @@
  * BLOOBANK_SECRET_ENCODING and WEBHOOK_PATH_TOKEN come from the environment, else .dev.vars; never
  * from flags. The default status fires no effect, so it is safe against a deployed receiver.
  */
-import { bloobankEncoding, checkTarget, receiverProblem, secretFrom, toolArgs } from "./sim/cli";
+import { bloobankEncoding, checkTarget, receiverProblem, secretFrom } from "./sim/cli";
 import { devVars } from "./sim/dev-vars";
 import { envelope, SIM_PROVIDERS, SIMULATED_PREFIX, type SimProvider, signDelivery } from "./sim/signing";
+import { toolArgs } from "./sim/tool";
 
 const USAGE = `Usage: npm run send-test-event -- [--url URL] [--provider NAME] [--status STATUS]
 

@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseEnv } from "node:util";
 import { unstable_readConfig } from "wrangler";
-import { parseToolArgs } from "./sim/cli";
+import { parseToolArgs } from "./sim/tool";
 
 export interface RunResult {
 	status: number;

@@ -8,10 +8,11 @@
  * from flags), so it works against `npm run dev` as is.
  * Exits 1 on any mismatch, permanent failure or unreachable receiver, 2 on bad usage.
  */
-import { bloobankEncoding, checkTarget, receiverProblem, secretFrom, toolArgs } from "./sim/cli";
+import { bloobankEncoding, checkTarget, receiverProblem, secretFrom } from "./sim/cli";
 import { devVars } from "./sim/dev-vars";
 import { SIM_PROVIDERS, SIMULATED_PREFIX, type SimProvider } from "./sim/signing";
 import { type SimReport, simulate } from "./sim/simulate";
+import { toolArgs } from "./sim/tool";
 
 const SECRET_VARS: Record<SimProvider, string> = {
 	bloobank: "BLOOBANK_WEBHOOK_SECRETS",

@@ -4,7 +4,7 @@
  * wrangler.toml declares. `Env` (src/env.ts) stays the code's own view: it also lists the secrets
  * and optional bindings wrangler.toml does not name. Each line fails to compile when the two drift.
  */
-import type { Env } from "./env";
+import type { Env } from "./bindings";
 
 type Declared = Cloudflare.Env;
 type RequiredKeys<T> = { [K in keyof T]-?: Record<never, never> extends Pick<T, K> ? never : K }[keyof T];

@@ -1,7 +1,7 @@
 /** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
-import { type Page, page } from "./pagination";
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+import { iso } from "../time";
+import { type Page, page } from "./pagination";
 
 interface DeliveryRow {
 	id: number;

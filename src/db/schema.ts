@@ -47,6 +47,8 @@ export const deliveries = sqliteTable(
 		processedAt: integer("processed_at"),
 		/** Milliseconds from request start to answer, new deliveries only (the ack-latency alert). */
 		ackMs: integer("ack_ms"),
+		/** The sender's own event time (epoch ms) where the payload has one: end-to-end lag is processed_at minus it. */
+		eventAt: integer("event_at"),
 	},
 	(t) => [
 		uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
