@@ -49,6 +49,9 @@ export default defineConfig(async () => {
 			}),
 		],
 		test: {
+			// Some tests drive hundreds of deliveries through real local D1; on a shared 2-core machine
+			// they can take several seconds. Timing is never asserted, only counts and states.
+			testTimeout: 30_000,
 			setupFiles: ["./test/setup.ts"],
 			// Node-side tests of the command-line tools: vitest.node.config.ts.
 			exclude: [...configDefaults.exclude, "test/node/**"],

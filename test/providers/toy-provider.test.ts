@@ -65,6 +65,7 @@ function parseToy(body: string, _headers: Headers, settings: ToySettings): Parse
 			event: kind,
 			attempt: null,
 			attemptRef: null,
+			eventAt: version,
 			note: null,
 			resource: { type: "thing", id, wallet: null, version, status: thing.status.toUpperCase(), data: thing },
 		},
