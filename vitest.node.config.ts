@@ -6,5 +6,7 @@ export default defineConfig({
 	test: {
 		environment: "node",
 		include: ["test/node/**/*.test.ts"],
+		// Each test starts a tool with tsx; setup:cloudflare loads wrangler (seconds on a busy machine).
+		testTimeout: 30_000,
 	},
 });
