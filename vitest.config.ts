@@ -1,6 +1,6 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { unstable_readConfig } from "wrangler";
 import { TEST_VARS } from "./test/vars.ts";
 
@@ -53,6 +53,8 @@ export default defineConfig(async () => {
 			// they can take several seconds. Timing is never asserted, only counts and states.
 			testTimeout: 30_000,
 			setupFiles: ["./test/setup.ts"],
+			// Node-side tests of the command-line tools: vitest.node.config.ts.
+			exclude: [...configDefaults.exclude, "test/node/**"],
 			// The Worker's structured log lines are asserted on where they matter; keep CI output readable.
 			onConsoleLog: (line: string) => process.env.SHOW_LOGS === "1" || !line.startsWith('{"level":'),
 		},

@@ -10,6 +10,7 @@
  * its p50. On a 2-core machine the load generator shares the CPU with workerd: compare, don't quote.
  */
 import { envelope, signDelivery } from "../scripts/sim/signing";
+import { saveChart } from "./chart";
 import { migrate, saveResults, startWorker } from "./lib";
 
 export const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
@@ -133,11 +134,27 @@ export async function benchIngress() {
 		const noopUrl = `${noopBase}/noop`;
 		const oneWriteUrl = `${noopBase}/d1`;
 		const designFloorUrl = `${noopBase}/d1-send`;
-		// Warm everything up.
-		await drive(receiverUrl, await signedBatch(200), 8);
-		await drive(noopUrl, await signedBatch(200), 8);
-		await drive(oneWriteUrl, await signedBatch(50), 4);
-		await drive(designFloorUrl, await signedBatch(50), 4);
+		// Warm everything up; the warm-up rates give the expected time of the whole run.
+		const started = performance.now();
+		process.stderr.write("ingress: warming up the receiver and the comparison Workers...\n");
+		const warm = [
+			await drive(receiverUrl, await signedBatch(200), 8),
+			await drive(noopUrl, await signedBatch(200), 8),
+			await drive(oneWriteUrl, await signedBatch(50), 4),
+			await drive(designFloorUrl, await signedBatch(50), 4),
+		];
+		const expectedS = LEVELS.reduce(
+			(sum, l) => sum + 1 + warm.reduce((s2, w) => s2 + l.requests / Math.max(1, w.rps), 0),
+			0,
+		);
+		process.stderr.write(
+			`ingress: ${LEVELS.length} levels x 4 Workers, ${LEVELS.reduce((n, l) => n + 4 * l.requests, 0)} requests: expect about ${Math.ceil(expectedS)} s (from the warm-up rates)\n`,
+		);
+		let step = 0;
+		const progress = (label: string) =>
+			process.stderr.write(
+				`  [${++step}/${LEVELS.length * 4}] ${label} (${Math.round((performance.now() - started) / 1000)} s of about ${Math.ceil(expectedS)} s)\n`,
+			);
 		console.log(
 			"ingress benchmark (BlooBank deliveries, all new; each Worker's queue consumer runs in the same process)",
 		);
@@ -145,12 +162,16 @@ export async function benchIngress() {
 		for (const level of LEVELS) {
 			const load = await signedBatch(level.requests);
 			const before = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as { roundTrips: number };
+			progress(`c${level.concurrency} receiver`);
 			const r = await drive(receiverUrl, load, level.concurrency);
 			// Give waitUntil work (mark enqueued) a moment to land before reading the counter.
 			await new Promise((resolve) => setTimeout(resolve, 1000));
 			const after = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as { roundTrips: number };
+			progress(`c${level.concurrency} no-op`);
 			const n = await drive(noopUrl, load, level.concurrency);
+			progress(`c${level.concurrency} no-op + D1 write`);
 			const oneWrite = await drive(oneWriteUrl, load, level.concurrency);
+			progress(`c${level.concurrency} no-op + D1 write + send`);
 			const floor = await drive(designFloorUrl, load, level.concurrency);
 			const row = summarize(level, r, n, oneWrite, floor, after.roundTrips - before.roundTrips);
 			results.push(row);
@@ -174,6 +195,7 @@ export async function benchIngress() {
 			"  (docs/design.md puts one D1 write and one queue send before every new delivery's 2xx; the no-op + D1 write + send row is that floor here)",
 		);
 		console.log("  saved to %s", saveResults("ingress", results));
+		console.log("  chart   %s", saveChart("ingress", results));
 	} finally {
 		await receiver.stop();
 		await noop.stop();

@@ -5,6 +5,7 @@
  * and a large set so the memory figures can be compared. Asserts nothing.
  */
 import { ACCESS_KEY, PRIVATE_KEY_HEX } from "../fixtures/fake-bloobank";
+import { saveChart } from "./chart";
 import { currentRssMiB, migrate, peakRssMiB, saveResults, startWorker, workerdPids } from "./lib";
 
 const SIZES = (process.env.BENCH_ORDERS ?? "10000,100000").split(",").map(Number);
@@ -21,6 +22,23 @@ interface JobResult {
 	d1: number;
 	subrequests: number;
 }
+
+// Stated up front: ~2,000-4,000 orders/s measured on a 2-core machine (README "Benchmarks"), plus a
+// control run and about 10 s of Worker start-up per run.
+const ORDERS_PER_SECOND = 2_000;
+const expectedS = Math.ceil(
+	(SIZES.reduce((a, n) => a + n, 0) + Math.max(...SIZES) / 2) / ORDERS_PER_SECOND + 10 * (SIZES.length + 1),
+);
+process.stderr.write(
+	`reconcile: ${SIZES.map((n) => n.toLocaleString("en-US")).join(" and ")} orders, then a control run: expect up to about ${expectedS} s (at ${ORDERS_PER_SECOND} orders/s)\n`,
+);
+const benchStarted = performance.now();
+const progress = (line: string, done = false) => {
+	const elapsed = Math.round((performance.now() - benchStarted) / 1000);
+	const text = `  ${line} (${elapsed} s of about ${expectedS} s)`;
+	if (process.stderr.isTTY) process.stderr.write(`\r${text}${done ? "\n" : ""}`);
+	else if (done) process.stderr.write(`${text}\n`);
+};
 
 const api = await startWorker("bench/fake-api.worker.ts", "bench/wrangler.fake-api.toml");
 const results: Record<string, unknown>[] = [];
@@ -56,11 +74,15 @@ try {
 				const j = (await res.json()) as JobResult;
 				queue.push(...j.jobs);
 				invocations++;
-				if (invocations % 10 === 0) rssCurve.push(currentRssMiB(mine));
+				if (invocations % 10 === 0) {
+					rssCurve.push(currentRssMiB(mine));
+					progress(`${n} orders: ${invocations} invocations, ${queue.length} jobs queued`);
+				}
 				maxD1 = Math.max(maxD1, j.d1);
 				maxSubrequests = Math.max(maxSubrequests, j.subrequests);
 			}
 			const elapsedMs = performance.now() - started;
+			progress(`${n} orders: done, ${invocations} invocations`, true);
 			const r = (await (await worker.fetch(`http://bench/report?run=${plan.runId}`)).json()) as Report;
 			const row = {
 				orders: n,
@@ -104,7 +126,10 @@ try {
 				await worker.fetch(
 					`http://bench/control?d1=${last.maxD1RoundTripsPerInvocation}&subrequests=${Math.min(10, last.maxSubrequestsPerInvocation)}`,
 				);
-				if (i % 10 === 0) curve.push(currentRssMiB(mine));
+				if (i % 10 === 0) {
+					curve.push(currentRssMiB(mine));
+					progress(`control: ${i}/${last.invocations} invocations`, i === last.invocations);
+				}
 			}
 			const control = {
 				control: "same requests, D1 round trips and 10 subrequests each, no orders",
@@ -123,6 +148,7 @@ try {
 		}
 	}
 	console.log("  saved to %s", saveResults("reconcile", results));
+	console.log("  chart   %s", saveChart("reconcile", results));
 } finally {
 	await api.stop();
 }

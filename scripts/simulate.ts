@@ -1,17 +1,18 @@
 /**
  * npm run simulate -- [--url http://localhost:8787] [--provider bloobank] [--orders 200]
- *   [--concurrency 8] [--duplicate-rate 0.2] [--seed 1] [--time-scale 1000]
+ *   [--concurrency 8] [--duplicate-rate 0.2] [--seed 1] [--time-scale 1000] [--remote]
  *
- * Plays a provider against a receiver (local or deployed), then checks every simulated order in
- * the receiver's admin API. The provider's secret, ADMIN_TOKEN and WEBHOOK_PATH_TOKEN come from the
- * environment, else .dev.vars (never from flags), so it works against `npm run dev` as is.
- * Exits 1 on any mismatch or permanent failure, 2 on bad usage.
+ * Plays a provider against a receiver (local, or deployed with --remote), then checks every
+ * simulated order in the receiver's admin API. The provider's secret, ADMIN_TOKEN,
+ * BLOOBANK_SECRET_ENCODING and WEBHOOK_PATH_TOKEN come from the environment, else .dev.vars (never
+ * from flags), so it works against `npm run dev` as is.
+ * Exits 1 on any mismatch, permanent failure or unreachable receiver, 2 on bad usage.
  */
-import { parseArgs } from "node:util";
-import { checkTarget, secretFlagError, secretFrom } from "./sim/cli";
+import { bloobankEncoding, checkTarget, receiverProblem, secretFrom } from "./sim/cli";
 import { devVars } from "./sim/dev-vars";
-import { SIM_PROVIDERS, type SimProvider } from "./sim/signing";
+import { SIM_PROVIDERS, SIMULATED_PREFIX, type SimProvider } from "./sim/signing";
 import { type SimReport, simulate } from "./sim/simulate";
+import { toolArgs } from "./sim/tool";
 
 const SECRET_VARS: Record<SimProvider, string> = {
 	bloobank: "BLOOBANK_WEBHOOK_SECRETS",
@@ -20,9 +21,29 @@ const SECRET_VARS: Record<SimProvider, string> = {
 	standard: "STANDARD_WEBHOOK_SECRETS",
 };
 
-function fail(message: string): never {
+const USAGE = `Usage: npm run simulate -- [options]
+
+Plays a provider's deliveries (duplicates, shuffled order, retries on its schedule) against a
+receiver, then checks every simulated order through the admin API.
+
+  --url URL               the receiver (default http://localhost:8787)
+  --remote                required when --url is not loopback: the run writes hundreds of orders
+                          into that receiver's database
+  --provider NAME         ${SIM_PROVIDERS.join(", ")} (default bloobank)
+  --orders N              orders to simulate (default 200)
+  --concurrency N         deliveries in flight (default 8)
+  --duplicate-rate R      share of deliveries sent twice (default 0.2)
+  --seed N                random seed (default: the clock)
+  --time-scale N          divides the provider's retry delays (default 1000)
+  -h, --help              this text
+
+Secrets come from the environment, else .dev.vars (never from flags): <PROVIDER>_WEBHOOK_SECRETS,
+ADMIN_TOKEN, BLOOBANK_SECRET_ENCODING, WEBHOOK_PATH_TOKEN. Every message id and order id starts
+with "${SIMULATED_PREFIX}".`;
+
+function fail(message: string, code = 2): never {
 	console.error(`simulate: ${message}`);
-	process.exit(2);
+	process.exit(code);
 }
 
 function progressBar(done: number, total: number): void {
@@ -69,18 +90,15 @@ export function printReport(r: SimReport): void {
 		console.log(`  ${m.id}: expected ${JSON.stringify(m.expected)}, got ${JSON.stringify(m.actual)}`);
 }
 
-const flagError = secretFlagError(process.argv.slice(2));
-if (flagError) fail(flagError);
-const { values } = parseArgs({
-	options: {
-		url: { type: "string", default: "http://localhost:8787" },
-		provider: { type: "string", default: "bloobank" },
-		orders: { type: "string", default: "200" },
-		concurrency: { type: "string", default: "8" },
-		"duplicate-rate": { type: "string", default: "0.2" },
-		seed: { type: "string", default: String(Date.now() % 1_000_000) },
-		"time-scale": { type: "string", default: "1000" },
-	},
+const values = toolArgs("simulate", USAGE, {
+	url: { type: "string", default: "http://localhost:8787" },
+	remote: { type: "boolean", default: false },
+	provider: { type: "string", default: "bloobank" },
+	orders: { type: "string", default: "200" },
+	concurrency: { type: "string", default: "8" },
+	"duplicate-rate": { type: "string", default: "0.2" },
+	seed: { type: "string", default: String(Date.now() % 1_000_000) },
+	"time-scale": { type: "string", default: "1000" },
 });
 
 const provider = values.provider as SimProvider;
@@ -90,12 +108,18 @@ const secret =
 	secretFrom(SECRET_VARS[provider], process.env, vars)?.split(",")[0]?.trim() ||
 	fail(`no secret: set ${SECRET_VARS[provider]} in the environment or .dev.vars`);
 const adminToken = secretFrom("ADMIN_TOKEN", process.env, vars);
-const num = (name: string, v: string | undefined, min: number) => {
+const encoding =
+	bloobankEncoding(process.env, vars) ?? fail("BLOOBANK_SECRET_ENCODING must be utf8 or base64 (as the receiver's)");
+const num = (name: string, v: string | boolean | undefined, min: number) => {
 	const n = Number(v);
 	return Number.isFinite(n) && n >= min ? n : fail(`--${name} must be a number >= ${min}`);
 };
 const target = checkTarget(values.url as string);
 if (!target.ok) fail(target.error);
+if (!target.loopback && values.remote !== true)
+	fail(
+		`--url ${target.url} is not loopback: the simulator writes hundreds of orders into that receiver; pass --remote if that is what you want`,
+	);
 const url = target.url;
 const options = {
 	url,
@@ -108,7 +132,11 @@ const options = {
 	seed: num("seed", values.seed, 0),
 	timeScale: num("time-scale", values["time-scale"], 1),
 	pathToken: secretFrom("WEBHOOK_PATH_TOKEN", process.env, vars),
+	bloobankEncoding: encoding,
 };
+
+const problem = await receiverProblem(url);
+if (problem) fail(problem, 1);
 
 const started = Date.now();
 const report = await simulate(options, {

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { adminRoutes } from "./admin/routes";
 import type { AppEnv } from "./app-env";
 import { consoleRoutes } from "./console/routes";
+import { isMissingSchema, MIGRATIONS_HINT, schemaProblem } from "./db/health";
 import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
 import { RETRY_AFTER_SECONDS } from "./ingress/answers";
 import { noteRejection } from "./ingress/rejections";
@@ -34,15 +35,17 @@ function requestConfig(env: Env, request: Request): WebhookConfig {
 export function createApp(): Hono<AppEnv> {
 	const app = new Hono<AppEnv>();
 
-	// Healthy only when the configuration parses: the variable's name, never its value.
-	app.get("/healthz", (c) => {
+	// Healthy only when the configuration parses (the variable's name, never its value) and the
+	// database has the schema the code uses ("migrations") and answers ("d1").
+	app.get("/healthz", async (c) => {
 		try {
 			requestConfig(c.env, c.req.raw);
-			return c.json({ ok: true });
 		} catch (err) {
 			if (!(err instanceof ConfigError)) throw err;
 			return c.json({ ok: false, error: err.variable }, 503);
 		}
+		const problem = await schemaProblem(c.env.DB);
+		return problem === null ? c.json({ ok: true }) : c.json({ ok: false, error: problem }, 503);
 	});
 
 	app.use("*", async (c, next) => {
@@ -73,6 +76,12 @@ export function createApp(): Hono<AppEnv> {
 			});
 			if (counted) c.executionCtx.waitUntil(counted);
 			return c.body(null, 503, { "Retry-After": String(RETRY_AFTER_SECONDS) });
+		}
+		if (isMissingSchema(err)) {
+			log("error", "migrations_not_applied", { route, hint: MIGRATIONS_HINT, error: errorMessage(err) });
+			return c.json({ error: "migrations", hint: MIGRATIONS_HINT }, 503, {
+				"Retry-After": String(RETRY_AFTER_SECONDS),
+			});
 		}
 		log("error", "unhandled_error", { route, error: errorMessage(err) });
 		return c.body(null, 500);

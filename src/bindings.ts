@@ -1,6 +1,7 @@
 /**
  * The Worker's bindings and variables: the whole contract between wrangler.toml and the code.
- * Types only. Variables are read (and checked) in ./env.ts, nowhere else.
+ * Types only. Variables are read (and checked) in ./env.ts, nowhere else. src/env.wrangler-check.ts
+ * checks `Env` against the types `npm run types` generates from wrangler.toml.
  */
 import type { QueueMessage, ReconcileJob } from "./queue/messages";
 

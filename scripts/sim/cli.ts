@@ -33,13 +33,13 @@ export function secretFrom(
 	return value ? value : null;
 }
 
-function isLoopback(hostname: string): boolean {
+export function isLoopback(hostname: string): boolean {
 	const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
 	return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
 /** The target without a trailing slash, or why it is refused. */
-export function checkTarget(url: string): { ok: true; url: string } | { ok: false; error: string } {
+export function checkTarget(url: string): { ok: true; url: string; loopback: boolean } | { ok: false; error: string } {
 	let parsed: URL;
 	try {
 		parsed = new URL(url);
@@ -50,5 +50,44 @@ export function checkTarget(url: string): { ok: true; url: string } | { ok: fals
 		return { ok: false, error: `--url must be https for a non-loopback host (got http://${parsed.host})` };
 	if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
 		return { ok: false, error: `--url must be http(s) (got ${parsed.protocol})` };
-	return { ok: true, url: url.replace(/\/+$/, "") };
+	return { ok: true, url: url.replace(/\/+$/, ""), loopback: isLoopback(parsed.hostname) };
+}
+
+/**
+ * Asks the receiver's /healthz before sending anything: null when it answers 200, else what to
+ * tell the user (unreachable, unhealthy and why, or not this receiver).
+ */
+export async function receiverProblem(url: string, fetchImpl: typeof fetch = fetch): Promise<string | null> {
+	let res: Response;
+	try {
+		res = await fetchImpl(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
+	} catch (err) {
+		const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+		return `cannot reach ${url} (${cause}): is \`npm run dev\` running? Or pass --url`;
+	}
+	if (res.ok) return null;
+	const body = (await res.json().catch(() => null)) as { error?: unknown } | null;
+	if (res.status === 503 && typeof body?.error === "string") {
+		const why =
+			body.error === "migrations"
+				? "the D1 migrations are not applied (`npm run dev` applies them; deployed: `npx wrangler d1 migrations apply DB --remote`)"
+				: body.error === "d1"
+					? "D1 does not answer"
+					: `configuration error in ${body.error}`;
+		return `the receiver at ${url} is not healthy: ${why}`;
+	}
+	return `${url}/healthz answered ${res.status}: is this the webhook receiver?`;
+}
+
+/** BLOOBANK_SECRET_ENCODING as the receiver reads it (utf8 unless base64). */
+export function bloobankEncoding(
+	env: Readonly<Record<string, string | undefined>>,
+	devVars: Readonly<Record<string, string>>,
+): "utf8" | "base64" | null {
+	const value = (
+		env.BLOOBANK_SECRET_ENCODING?.trim() ||
+		devVars.BLOOBANK_SECRET_ENCODING?.trim() ||
+		"utf8"
+	).toLowerCase();
+	return value === "utf8" || value === "base64" ? value : null;
 }

@@ -1,15 +1,15 @@
-/** Reads .dev.vars (KEY="value" lines) so the CLIs work against `npm run dev` without flags. */
+/** Reads .dev.vars with Node's own dotenv parser, so the CLIs work against `npm run dev` without flags. */
 import { readFileSync } from "node:fs";
+import { parseEnv } from "node:util";
 
 export function devVars(path = ".dev.vars"): Record<string, string> {
+	let text: string;
 	try {
-		const vars: Record<string, string> = {};
-		for (const line of readFileSync(path, "utf8").split("\n")) {
-			const m = line.match(/^\s*([A-Z0-9_]+)\s*=\s*"?([^"]*)"?\s*$/);
-			if (m) vars[m[1] as string] = m[2] as string;
-		}
-		return vars;
+		text = readFileSync(path, "utf8");
 	} catch {
 		return {};
 	}
+	const vars: Record<string, string> = {};
+	for (const [name, value] of Object.entries(parseEnv(text))) if (value !== undefined) vars[name] = value;
+	return vars;
 }

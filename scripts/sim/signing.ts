@@ -4,6 +4,9 @@
  * against the receiver's own verification).
  */
 
+/** Every message id and resource id the tools send starts with this: the console and admin API can tell them apart. */
+export const SIMULATED_PREFIX = "sim_";
+
 export type SimProvider = "bloobank" | "bold" | "pazy" | "standard";
 export const SIM_PROVIDERS: readonly SimProvider[] = ["bloobank", "bold", "pazy", "standard"];
 
@@ -19,8 +22,17 @@ async function hmac(key: Uint8Array, message: string): Promise<Uint8Array> {
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
 const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
 const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+/** Padded, unpadded or URL-safe base64, as the receiver accepts it (src/crypto/encoding.ts). */
+const unb64Lenient = (s: string) => {
+	const std = s.trim().replaceAll("-", "+").replaceAll("_", "/");
+	return unb64(std.padEnd(Math.ceil(std.length / 4) * 4, "="));
+};
 
-/** The headers a provider sends with `body`. `messageId` matters for Standard Webhooks only. */
+/**
+ * The headers a provider sends with `body`. `messageId` matters for Standard Webhooks only.
+ * `bloobankEncoding` is the receiver's BLOOBANK_SECRET_ENCODING: with base64 the HMAC key is the
+ * secret's decoded bytes (docs/providers.md 1.2).
+ */
 export async function signDelivery(
 	provider: SimProvider,
 	secret: string,
@@ -28,11 +40,13 @@ export async function signDelivery(
 	messageId: string,
 	nowMs: number,
 	attempt = 1,
+	bloobankEncoding: "utf8" | "base64" = "utf8",
 ): Promise<Record<string, string>> {
 	switch (provider) {
 		case "bloobank": {
 			const ts = String(nowMs);
-			const sig = hex(await hmac(enc.encode(secret), `${ts}.${body}`));
+			const key = bloobankEncoding === "base64" ? unb64Lenient(secret) : enc.encode(secret);
+			const sig = hex(await hmac(key, `${ts}.${body}`));
 			return {
 				"x-bloobank-timestamp": ts,
 				"x-bloobank-signature": `t=${ts},v1=${sig}`,

@@ -6,7 +6,7 @@
  * and inside the test suite.
  */
 import { lifecycle, prng, shuffle } from "./lifecycle";
-import { envelope, expectedResource, type SimProvider, type SimState, signDelivery } from "./signing";
+import { envelope, expectedResource, SIMULATED_PREFIX, type SimProvider, type SimState, signDelivery } from "./signing";
 
 /** Delay before attempt n+1, seconds, and what the sender does with a 4xx (docs/providers.md). */
 export const SCHEDULES: Record<
@@ -42,6 +42,8 @@ export interface SimOptions {
 	/** Divides the provider's retry delays: 1000 turns "10 s" into 10 ms. */
 	timeScale: number;
 	pathToken?: string | null;
+	/** The receiver's BLOOBANK_SECRET_ENCODING. */
+	bloobankEncoding?: "utf8" | "base64";
 }
 
 export interface SimDeps {
@@ -90,9 +92,11 @@ export async function simulate(o: SimOptions, deps: SimDeps): Promise<SimReport>
 	const random = prng(o.seed);
 	const schedule = SCHEDULES[o.provider];
 	const start = deps.now() - 60 * 60_000;
-	const truth = Array.from({ length: o.orders }, (_, i) => lifecycle(random, `sim_${o.seed}_${i}`, start + i * 10));
+	const truth = Array.from({ length: o.orders }, (_, i) =>
+		lifecycle(random, `${SIMULATED_PREFIX}${o.seed}_${i}`, start + i * 10),
+	);
 	const deliveries: Delivery[] = truth.flatMap((states) =>
-		states.map((state) => ({ messageId: `sim-${o.seed}-${state.id}-v${state.version}`, state })),
+		states.map((state) => ({ messageId: `${state.id}-v${state.version}`, state })),
 	);
 	const planned = deliveries.length;
 	for (const d of deliveries.slice()) if (random() < o.duplicateRate) deliveries.push(d);
@@ -117,7 +121,15 @@ export async function simulate(o: SimOptions, deps: SimDeps): Promise<SimReport>
 	await pool(deliveries, o.concurrency, async (d) => {
 		for (let attempt = 1; ; attempt++) {
 			const body = envelope(o.provider, d.messageId, d.state, attempt);
-			const headers = await signDelivery(o.provider, o.secret, body, d.messageId, deps.now(), attempt);
+			const headers = await signDelivery(
+				o.provider,
+				o.secret,
+				body,
+				d.messageId,
+				deps.now(),
+				attempt,
+				o.bloobankEncoding,
+			);
 			report.attempts++;
 			let status: number;
 			try {

@@ -4,6 +4,7 @@
  * statement -> send the pointer. Everything before the MACs costs no more than reading headers.
  * Each way out is an `Ending`; its status code comes from the one table in ./answers.ts.
  */
+import { isMissingSchema, MIGRATIONS_HINT } from "../db/health";
 import type { Env, WebhookConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { keptHeadersJson } from "../providers";
@@ -85,10 +86,12 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 		const writtenAt = Date.now();
 		outcome = await recordDelivery(env.DB, event, text, size, keptHeadersJson(provider, request.headers), writtenAt);
 	} catch (err) {
-		log("error", "inbox_write_failed", {
+		const missing = isMissingSchema(err);
+		log("error", missing ? "migrations_not_applied" : "inbox_write_failed", {
 			provider: provider.name,
 			messageId: event.messageId,
 			error: errorMessage(err),
+			...(missing ? { hint: MIGRATIONS_HINT } : {}),
 		});
 		return receipt("d1_error", base);
 	}
