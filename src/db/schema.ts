@@ -2,12 +2,14 @@
  * The D1 schema. This file is the source of `migrations/` (`npm run db:generate`).
  * Times are epoch milliseconds (integers) so that comparisons and indexes stay cheap.
  */
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
  * The inbox: one row per provider delivery, unique on (provider, message_id). The unique key is
- * the dedupe window (kept `DEDUPE_RETENTION_DAYS`); the raw body is the replay source (kept
- * `RETENTION_DAYS`, then set to NULL).
+ * the dedupe window (kept `DEDUPE_RETENTION_DAYS`); the raw body is the replay source: moved to
+ * the R2 archive once the delivery is settled (src/sweep/archive.ts), or without the archive kept
+ * `RETENTION_DAYS`, then set to NULL.
  */
 export const deliveries = sqliteTable(
 	"deliveries",
@@ -47,12 +49,19 @@ export const deliveries = sqliteTable(
 		processedAt: integer("processed_at"),
 		/** Milliseconds from request start to answer, new deliveries only (the ack-latency alert). */
 		ackMs: integer("ack_ms"),
+		/** When the raw body moved to the R2 archive (raw_body is then NULL; src/sweep/archive.ts). */
+		archivedAt: integer("archived_at"),
 	},
 	(t) => [
 		uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
 		index("deliveries_status_status_at").on(t.status, t.statusAt),
 		index("deliveries_received_at").on(t.receivedAt),
 		index("deliveries_resource").on(t.provider, t.resourceType, t.resourceWallet, t.resourceId),
+		// Only settled rows whose body is still in D1: the archive's work list, empty once it has
+		// caught up, so each sweep reads its chunk without scanning archived rows.
+		index("deliveries_to_archive")
+			.on(t.statusAt)
+			.where(sql`raw_body IS NOT NULL AND status IN ('processed', 'stale', 'ignored')`),
 	],
 );
 

@@ -4,6 +4,7 @@
  *   never applied, once older than SWEEP_STALE_SECONDS (docs/design.md invariant 3);
  * - retry effects whose execution failed or whose executor died (docs/design.md invariant 6),
  *   until EFFECT_MAX_ATTEMPTS marks them `failed` (src/effects/executor.ts);
+ * - move settled bodies to the R2 archive when it is bound (archive.ts);
  * - prune expired bodies, dedupe keys and rejection records (retention.ts);
  * - evaluate the operational alerts (alerts.ts), the database's size among them.
  */
@@ -14,6 +15,7 @@ import { SEND_LEASE_MS } from "../ingress/inbox";
 import { errorMessage, log } from "../log";
 import { type DeliveryPointerRow, sendPointers } from "../queue/enqueue";
 import { type AlertTransition, readSignals, runAlerts } from "./alerts";
+import { type ArchiveReport, archiveSettledBodies } from "./archive";
 import { pruneExpired, type RetentionReport } from "./retention";
 
 export const SWEEP_BATCH = 100;
@@ -22,6 +24,7 @@ export interface SweepReport {
 	resent: number;
 	effectsDone: number;
 	effectsFailed: number;
+	archive: ArchiveReport | null;
 	retention: RetentionReport | null;
 	alerts: AlertTransition[];
 	/** The database's size as the alerts saw it (D1's meta.size_after), logged with the report. */
@@ -69,6 +72,7 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 		resent: 0,
 		effectsDone: 0,
 		effectsFailed: 0,
+		archive: null,
 		retention: null,
 		alerts: [],
 		databaseBytes: null,
@@ -86,8 +90,15 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 	} catch (err) {
 		log("error", "sweep_effects_failed", { error: errorMessage(err) });
 	}
+	if (env.ARCHIVE) {
+		try {
+			report.archive = await archiveSettledBodies(env.DB, env.ARCHIVE, nowMs);
+		} catch (err) {
+			log("error", "sweep_archive_failed", { error: errorMessage(err) });
+		}
+	}
 	try {
-		report.retention = await pruneExpired(env.DB, config, nowMs);
+		report.retention = await pruneExpired(env.DB, config, nowMs, env.ARCHIVE !== undefined);
 	} catch (err) {
 		log("error", "sweep_retention_failed", { error: errorMessage(err) });
 	}

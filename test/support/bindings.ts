@@ -124,3 +124,29 @@ export class RecordingQueue<T> {
 		return this as unknown as Queue<T>;
 	}
 }
+
+/** The real R2 bucket behind a counter that can fail writes or reads (never a fake bucket). */
+export class FaultyR2 {
+	puts = 0;
+	gets = 0;
+	failPut = false;
+	failGet = false;
+
+	constructor(readonly inner: R2Bucket) {}
+
+	async put(key: string, value: string, options?: R2PutOptions): Promise<R2Object | null> {
+		this.puts++;
+		if (this.failPut) throw new Error("R2 put failed: injected");
+		return this.inner.put(key, value, options);
+	}
+
+	async get(key: string): Promise<R2ObjectBody | null> {
+		this.gets++;
+		if (this.failGet) throw new Error("R2 get failed: injected");
+		return this.inner.get(key);
+	}
+
+	asR2(): R2Bucket {
+		return this as unknown as R2Bucket;
+	}
+}

@@ -1,0 +1,2 @@
+ALTER TABLE `deliveries` ADD `archived_at` integer;--> statement-breakpoint
+CREATE INDEX `deliveries_to_archive` ON `deliveries` (`status_at`) WHERE raw_body IS NOT NULL AND status IN ('processed', 'stale', 'ignored');
