@@ -4,6 +4,7 @@
  * keys and state (docs/design.md, storage at scale). Each body is written to R2 first and removed
  * from D1 only once the write succeeded, and only if the row has not changed since it was read
  * (same status_at): a row a sender re-opened or an operator replayed meanwhile keeps its body.
+ * Removing a body rewrites its row (releaseStatements), so the space is reclaimed, not just emptied.
  * `failed` deliveries keep theirs in D1: they are the ones waiting for a fix and a replay.
  */
 import { archiveKey } from "../db/archive";
@@ -37,11 +38,63 @@ JOIN (SELECT id, body_bytes, sum(body_bytes) OVER (ORDER BY status_at, id) AS up
 WHERE w.upto <= ?3 OR w.upto = w.body_bytes
 ORDER BY d.status_at, d.id`;
 
-const RELEASE = `
-UPDATE deliveries SET raw_body = NULL, archived_at = ?1
-FROM (SELECT value->>'id' AS id, value->>'at' AS at FROM json_each(?2)) AS j
-WHERE deliveries.id = j.id AND deliveries.status_at = j.at AND deliveries.raw_body IS NOT NULL
-  AND deliveries.status IN ('processed', 'stale', 'ignored')`;
+/** Every column of `deliveries` (test/scale/archive.test.ts fails when the table has another). */
+export const DELIVERY_COLUMNS = [
+	"id",
+	"provider",
+	"message_id",
+	"event",
+	"status",
+	"raw_body",
+	"body_bytes",
+	"provider_attempt",
+	"attempt_ref",
+	"headers",
+	"note",
+	"resource_type",
+	"resource_wallet",
+	"resource_id",
+	"resource_version",
+	"received_at",
+	"status_at",
+	"send_token",
+	"send_token_at",
+	"attempts",
+	"duplicates",
+	"last_duplicate_at",
+	"last_error",
+	"processed_at",
+	"ack_ms",
+	"archived_at",
+] as const;
+
+const COLUMNS = DELIVERY_COLUMNS.join(", ");
+const WITHOUT_BODY = DELIVERY_COLUMNS.map((c) => (c === "raw_body" ? "NULL" : c === "archived_at" ? "?1" : c)).join(
+	", ",
+);
+
+/**
+ * Releases the bodies R2 now holds: one D1 batch (one transaction) that copies the rows aside,
+ * deletes them and inserts them back, same id, without their body. SQLite reclaims a row's space
+ * only on delete; an UPDATE to NULL would leave every page as large as before. Only rows unchanged
+ * since they were read (same status_at, still settled, body still in D1) are moved.
+ */
+function releaseStatements(db: D1Database, rows: readonly Candidate[], nowMs: number): D1PreparedStatement[] {
+	const moved = JSON.stringify(rows.map((r) => ({ id: r.id, at: r.status_at })));
+	return [
+		db
+			.prepare(
+				`INSERT INTO delivery_moves (${COLUMNS})
+         SELECT ${DELIVERY_COLUMNS.map((c) => `d.${c}`).join(", ")} FROM deliveries AS d
+         JOIN (SELECT value->>'id' AS id, value->>'at' AS at FROM json_each(?1)) AS j ON d.id = j.id AND d.status_at = j.at
+         WHERE d.raw_body IS NOT NULL AND d.status IN ('processed', 'stale', 'ignored')`,
+			)
+			.bind(moved),
+		db.prepare("DELETE FROM deliveries WHERE id IN (SELECT id FROM delivery_moves)"),
+		db.prepare(`INSERT INTO deliveries (${COLUMNS}) SELECT ${WITHOUT_BODY} FROM delivery_moves`).bind(nowMs),
+		db.prepare("DELETE FROM delivery_moves"),
+	];
+}
 
 interface Candidate {
 	id: number;
@@ -76,9 +129,6 @@ export async function archiveSettledBodies(
 		log("error", "archive_put_failed", { count: failed, error: errorMessage(first?.reason) });
 	}
 	if (stored.length === 0) return { archived: 0, failed };
-	const released = await db
-		.prepare(RELEASE)
-		.bind(nowMs, JSON.stringify(stored.map((r) => ({ id: r.id, at: r.status_at }))))
-		.run();
-	return { archived: released.meta.changes ?? 0, failed };
+	const released = await db.batch(releaseStatements(db, stored, nowMs));
+	return { archived: released[2]?.meta.changes ?? 0, failed };
 }

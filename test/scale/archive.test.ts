@@ -3,7 +3,13 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { archiveKey } from "../../src/db/archive";
 import { getConfig } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
-import { ARCHIVE_CHUNK, ARCHIVE_GRACE_MS, archiveSettledBodies, CANDIDATES } from "../../src/sweep/archive";
+import {
+	ARCHIVE_CHUNK,
+	ARCHIVE_GRACE_MS,
+	archiveSettledBodies,
+	CANDIDATES,
+	DELIVERY_COLUMNS,
+} from "../../src/sweep/archive";
 import { pruneExpired } from "../../src/sweep/retention";
 import { sweep } from "../../src/sweep/sweep";
 import { consume, ingest } from "../support/apply";
@@ -119,6 +125,17 @@ describe("the body archive (R2)", () => {
 		});
 		expect(await archiveSettledBodies(h.env.DB, h.archive.asR2(), Date.now())).toEqual({ archived: 7, failed: 0 });
 		expect(h.archive.puts).toBe(ARCHIVE_CHUNK + 7);
+	});
+
+	it("the archive rewrites every column of a delivery: a column it does not list would be lost", async () => {
+		const h = harness();
+		await consume(h, [await ingest(h, "cols-1", { id: "o-cols", ordVersion: 1, status: "PENDING" })]);
+		const before = (await rows("SELECT * FROM deliveries"))[0] ?? {};
+		expect(Object.keys(before).sort()).toEqual([...DELIVERY_COLUMNS].sort());
+		await archiveSettledBodies(h.env.DB, h.archive.asR2(), later());
+		const after = (await rows("SELECT * FROM deliveries"))[0] ?? {};
+		expect(after).toEqual({ ...before, raw_body: null, archived_at: expect.any(Number) });
+		expect(await rows("SELECT count(*) AS n FROM delivery_moves")).toEqual([{ n: 0 }]);
 	});
 
 	it("each tick reads only the rows still to archive (the partial index), never the archived ones", async () => {

@@ -8,6 +8,8 @@ export class CountingD1 {
 	/** Statements sent to D1: one per single call, each statement of a batch counted. */
 	statementCount = 0;
 	statements: string[] = [];
+	/** Rows D1 reports written (meta.rows_written: table rows and index entries), summed. */
+	rowsWritten = 0;
 	/** Throw before reaching D1 on the Nth round trip (1-based), or on every one when true. */
 	failRoundTrip: number | boolean = false;
 	/** Append a statement that fails inside D1 to every batch() (a real mid-batch failure). */
@@ -44,7 +46,10 @@ export class CountingD1 {
 	async through<T>(sql: string, op: () => Promise<T>): Promise<T> {
 		const hold = this.tick(sql);
 		if (hold) await hold;
-		return op();
+		const result = await op();
+		const written = (result as { meta?: { rows_written?: number } } | null)?.meta?.rows_written;
+		if (typeof written === "number") this.rowsWritten += written;
+		return result;
 	}
 
 	prepare(sql: string): D1PreparedStatement {
@@ -52,7 +57,8 @@ export class CountingD1 {
 	}
 
 	async batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-		this.tick(`batch(${statements.length})`, statements.length);
+		const hold = this.tick(`batch(${statements.length})`, statements.length);
+		if (hold) await hold;
 		const real = statements.map((s) => (s as unknown as { __inner: D1PreparedStatement }).__inner ?? s);
 		if (this.failInsideBatch) {
 			real.splice(
@@ -61,7 +67,9 @@ export class CountingD1 {
 				this.inner.prepare("INSERT INTO no_such_table VALUES (1)"),
 			);
 		}
-		return this.inner.batch<T>(real);
+		const results = await this.inner.batch<T>(real);
+		for (const r of results) this.rowsWritten += r.meta.rows_written ?? 0;
+		return results;
 	}
 
 	exec(sql: string): Promise<D1ExecResult> {
@@ -84,7 +92,12 @@ function countingStatement(db: CountingD1, inner: D1PreparedStatement, sql: stri
 		({
 			__inner: s,
 			bind: (...values: unknown[]) => wrap(s.bind(...values)),
-			first: (col?: string) => db.through(sql, () => (col === undefined ? s.first() : s.first(col))),
+			// Through all(), whose meta carries rows_written; the first row is what first() returns.
+			first: async (col?: string) => {
+				const { results } = await db.through(sql, () => s.all<Record<string, unknown>>());
+				const row = results[0] ?? null;
+				return col === undefined || row === null ? row : (row[col] ?? null);
+			},
 			all: () => db.through(sql, () => s.all()),
 			run: () => db.through(sql, () => s.run()),
 			raw: (opts?: { columnNames?: boolean }) => db.through(sql, () => s.raw(opts as { columnNames: true })),
