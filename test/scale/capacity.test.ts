@@ -14,7 +14,7 @@ import { call, type Harness, harness, resetDb } from "../support/worker";
 
 beforeEach(resetDb);
 
-const N = 300;
+const N = 150;
 /** Bodies of about 720 bytes, as measured on main for issue 14. */
 const PAD = "x".repeat(420);
 
