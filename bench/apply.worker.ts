@@ -3,13 +3,14 @@
  * D1, like production code, and compares the batched consumer with a naive one-statement-per-
  * message consumer on the same seeded deliveries. Not part of the deployed Worker.
  */
+
+import { CountingD1 } from "../fixtures/bindings";
 import { consumeEvents } from "../src/apply/consumer";
-import { type Env, getConfig } from "../src/env";
+import type { Env } from "../src/env";
 import { effectsFor } from "../src/providers";
 import { bloobank } from "../src/providers/bloobank";
 import type { QueueMessage } from "../src/queue/messages";
 import { QUEUE_NAMES } from "../src/queue/messages";
-import { CountingD1 } from "../test/support/bindings";
 
 const STATUSES = ["PENDING", "PROCESSING", "SUCCESS", "FAILED"];
 
@@ -58,14 +59,13 @@ function fakeBatch(rows: { id: number; mid: string }[]): MessageBatch<QueueMessa
 /** The straightforward consumer most receivers start with: each step is its own statement. */
 async function naiveConsume(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
 	const db = env.DB;
-	const config = getConfig(env);
 	for (const m of batch.messages) {
 		if (m.body.kind !== "delivery") continue;
 		const row = await db
 			.prepare("SELECT raw_body FROM deliveries WHERE id = ?")
 			.bind(m.body.deliveryId)
 			.first<{ raw_body: string }>();
-		const parsed = bloobank.parse(row?.raw_body ?? "", new Headers(), config);
+		const parsed = bloobank.parse(row?.raw_body ?? "", new Headers(), null);
 		if (!parsed.ok || !parsed.event.resource) continue;
 		const r = parsed.event.resource;
 		await db

@@ -1,5 +1,5 @@
 /** The fake BlooBank API of the tests, served over loopback HTTP for npm run bench:reconcile. */
-import { BASE_URL, FakeBlooBank } from "../test/support/fake-bloobank";
+import { BASE_URL, FakeBlooBank } from "../fixtures/fake-bloobank";
 
 const fake = new FakeBlooBank();
 

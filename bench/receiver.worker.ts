@@ -3,10 +3,11 @@
  * and rows written (ingress and the real queue consumers), for npm run bench (config
  * bench/wrangler.receiver.toml).
  */
+
+import { CountingD1 } from "../fixtures/bindings";
 import type { Env } from "../src/env";
 import worker from "../src/index";
 import type { QueueMessage, ReconcileJob } from "../src/queue/messages";
-import { CountingD1 } from "../test/support/bindings";
 
 let counting: CountingD1 | null = null;
 let countingApply: CountingD1 | null = null;

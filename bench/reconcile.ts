@@ -4,7 +4,7 @@
  * subrequests any one invocation made, and the reconcile worker's peak memory. It runs a small
  * and a large set so the memory figures can be compared. Asserts nothing.
  */
-import { ACCESS_KEY, PRIVATE_KEY_HEX } from "../test/support/fake-bloobank";
+import { ACCESS_KEY, PRIVATE_KEY_HEX } from "../fixtures/fake-bloobank";
 import { currentRssMiB, migrate, peakRssMiB, saveResults, startWorker, workerdPids } from "./lib";
 
 const SIZES = (process.env.BENCH_ORDERS ?? "10000,100000").split(",").map(Number);

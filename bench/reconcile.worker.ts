@@ -4,12 +4,13 @@
  * loopback HTTP, counting D1 round trips and subrequests per invocation. Snapshot messages go to a
  * counting sink: applying them is what bench:apply measures.
  */
+
+import { CountingD1 } from "../fixtures/bindings";
 import { type Env, parseReconcileConfig } from "../src/env";
 import type { ReconcileJob } from "../src/queue/messages";
 import { defaultDeps } from "../src/reconcile/client";
 import { startRun } from "../src/reconcile/planner";
 import { runWindow } from "../src/reconcile/window";
-import { CountingD1 } from "../test/support/bindings";
 
 function sinkQueue<T>(onSend: (n: number) => void, store?: T[]): Queue<T> {
 	return {

@@ -1,15 +1,14 @@
 /** The HTTP surface: webhooks, health, admin. One error handler maps the unexpected to 5xx. */
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/routes";
+import type { AppEnv } from "./app-env";
+import { consoleRoutes } from "./console/routes";
 import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
+import { RETRY_AFTER_SECONDS } from "./ingress/answers";
 import { ingressRoutes } from "./ingress/routes";
-import { RETRY_AFTER_SECONDS } from "./ingress/status";
 import { errorMessage, log } from "./log";
 
-export interface AppEnv {
-	Bindings: Env;
-	Variables: { config: WebhookConfig };
-}
+export type { AppEnv } from "./app-env";
 
 /**
  * The configuration as this request may use it. A value published in this repository or a spec
@@ -46,6 +45,7 @@ export function createApp(): Hono<AppEnv> {
 
 	app.route("/webhooks", ingressRoutes());
 	app.route("/admin", adminRoutes());
+	app.route("/console", consoleRoutes());
 
 	app.notFound((c) => c.body(null, 404));
 	app.onError((err, c) => {

@@ -1,46 +1,17 @@
 /**
  * The one place that reads environment variables. Everything else receives a parsed `Config`.
- * Bindings are typed here too, so `Env` is the whole contract between wrangler.toml and the code.
+ * The bindings' types live in ./bindings.ts.
  */
+
+import type { Env, EnvVar } from "./bindings";
+import { type Config, ConfigError, list, optional, positiveInt, type WebhookConfig } from "./config";
 import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
-import { base64ToBytesLenient, utf8 } from "./crypto/encoding";
 import { type Cidr, parseCidr } from "./ingress/cidr";
-import type { QueueMessage, ReconcileJob } from "./queue/messages";
+import { providers } from "./providers";
+import type { ProviderName } from "./providers/model";
 
-export interface Env {
-	DB: D1Database;
-	EVENTS: Queue<QueueMessage>;
-	RECONCILE: Queue<ReconcileJob>;
-	/** Optional: R2 bucket for the raw bodies of settled deliveries (src/sweep/archive.ts). */
-	ARCHIVE?: R2Bucket;
-	/** Optional: Workers Analytics Engine dataset, one data point per webhook request. */
-	WEBHOOK_ANALYTICS?: AnalyticsEngineDataset;
-	/** Optional: Workers Rate Limiting binding, keyed per client address (src/ingress/limit.ts). */
-	WEBHOOK_RATE_LIMITER?: RateLimit;
-
-	BLOOBANK_WEBHOOK_SECRETS?: string;
-	BLOOBANK_SECRET_ENCODING?: string;
-	BOLD_WEBHOOK_SECRETS?: string;
-	BOLD_SUPPORTED_MAJOR_VERSIONS?: string;
-	PAZY_WEBHOOK_SECRETS?: string;
-	STANDARD_WEBHOOK_SECRETS?: string;
-	SIGNATURE_TOLERANCE_SECONDS?: string;
-	MAX_BODY_BYTES?: string;
-	WEBHOOK_PATH_TOKEN?: string;
-	ADMIN_TOKEN?: string;
-	BLOOBANK_API_BASE_URL?: string;
-	BLOOBANK_ACCESS_KEY?: string;
-	BLOOBANK_PRIVATE_KEY?: string;
-	BLOOBANK_SIGNATURE_FORMAT?: string;
-	BLOOBANK_WALLETS?: string;
-	RECONCILE_FILTER_FIELD?: string;
-	RECONCILE_LOOKBACK_HOURS?: string;
-	ALERT_WEBHOOK_URL?: string;
-	SWEEP_STALE_SECONDS?: string;
-	RETENTION_DAYS?: string;
-	DEDUPE_RETENTION_DAYS?: string;
-	ALLOWED_SOURCE_CIDRS?: string;
-}
+export type { Env } from "./bindings";
+export { type Config, ConfigError, type WebhookConfig } from "./config";
 
 /** Every variable Env reads: a `[vars]` key of wrangler.toml must be one of them (test/wiring). */
 export const ENV_VAR_NAMES = [
@@ -67,80 +38,9 @@ export const ENV_VAR_NAMES = [
 	"DEDUPE_RETENTION_DAYS",
 	"ALLOWED_SOURCE_CIDRS",
 ] as const satisfies readonly (keyof Env)[];
-type StringVars = { [K in keyof Env]-?: NonNullable<Env[K]> extends string ? K : never }[keyof Env];
+
 /** never while ENV_VAR_NAMES lists every string variable of Env. */
-export type UnlistedEnvVars = Exclude<StringVars, (typeof ENV_VAR_NAMES)[number]>;
-
-export type ProviderName = "bloobank" | "bold" | "pazy" | "standard";
-export const PROVIDER_NAMES: readonly ProviderName[] = ["bloobank", "bold", "pazy", "standard"];
-
-/** Each sender's secrets variable: comma-separated, every one tried (rotation). */
-export const SECRETS_VARIABLES = {
-	bloobank: "BLOOBANK_WEBHOOK_SECRETS",
-	bold: "BOLD_WEBHOOK_SECRETS",
-	pazy: "PAZY_WEBHOOK_SECRETS",
-	standard: "STANDARD_WEBHOOK_SECRETS",
-} as const satisfies Record<ProviderName, keyof Env>;
-
-/**
- * What everything but ingress reads: the consumer, the sweep, effects. No secret is in it, so a
- * mistyped webhook secret cannot stop the queue consumer (docs/design.md, configuration).
- */
-export interface Config {
-	boldSupportedMajors: readonly number[];
-	alertWebhookUrl: string | null;
-	sweepStaleSeconds: number;
-	retentionDays: number;
-	dedupeRetentionDays: number;
-}
-
-/** What ingress and the admin API read on top of `Config`. */
-export interface WebhookConfig extends Config {
-	/** HMAC keys per provider, decoded once here; an empty list means the provider is not configured. */
-	keys: Record<ProviderName, readonly Uint8Array[]>;
-	toleranceSeconds: number;
-	maxBodyBytes: number;
-	webhookPathToken: string | null;
-	adminToken: string | null;
-	/** null: no allow-list. */
-	allowedSourceCidrs: readonly Cidr[] | null;
-	/**
-	 * Variables that hold a value published in this repository or a spec (.dev.vars.example, the
-	 * Standard Webhooks test secret): refused unless the request comes to localhost.
-	 */
-	publishedValues: readonly string[];
-}
-
-/** A configuration problem, named by its variable (never its value). */
-export class ConfigError extends Error {
-	override name = "ConfigError";
-	constructor(
-		readonly variable: string,
-		message: string,
-	) {
-		super(`${variable}: ${message}`);
-	}
-}
-
-function list(value: string | undefined): string[] {
-	if (!value) return [];
-	return value
-		.split(",")
-		.map((s) => s.trim())
-		.filter((s) => s.length > 0);
-}
-
-function positiveInt(name: string, value: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
-	if (value === undefined || value.trim() === "") return fallback;
-	const n = Number(value);
-	if (!Number.isSafeInteger(n) || n <= 0) throw new ConfigError(name, "must be a positive integer");
-	if (n > max) throw new ConfigError(name, `must be at most ${max}`);
-	return n;
-}
-
-function optional(value: string | undefined): string | null {
-	return value && value.trim() !== "" ? value.trim() : null;
-}
+export type UnlistedEnvVars = Exclude<EnvVar, (typeof ENV_VAR_NAMES)[number]>;
 
 /** Bearer and path tokens are guessable below this length (docs/design.md, configuration). */
 export const MIN_TOKEN_LENGTH = 32;
@@ -188,14 +88,12 @@ export const MAX_BODY_BYTES_LIMIT = 1_900_000;
 export const MAX_TOLERANCE_SECONDS = 3_600;
 
 export function parseConfig(env: Env): Config {
-	const majors = list(env.BOLD_SUPPORTED_MAJOR_VERSIONS ?? "1").map((m) => {
-		const n = Number(m);
-		if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError("BOLD_SUPPORTED_MAJOR_VERSIONS", "must list integers");
-		return n;
-	});
 	const alert = optional(env.ALERT_WEBHOOK_URL);
 	return {
-		boldSupportedMajors: majors,
+		providerSettings: Object.fromEntries(Object.values(providers).map((p) => [p.name, p.settings(env)])) as Record<
+			ProviderName,
+			unknown
+		>,
 		alertWebhookUrl: alert === null ? null : outboundUrl("ALERT_WEBHOOK_URL", alert),
 		sweepStaleSeconds: positiveInt("SWEEP_STALE_SECONDS", env.SWEEP_STALE_SECONDS, 300),
 		retentionDays: positiveInt("RETENTION_DAYS", env.RETENTION_DAYS, 30),
@@ -215,18 +113,16 @@ export const PUBLISHED_VALUES: ReadonlySet<string> = new Set([
 
 export function parseWebhookConfig(env: Env): WebhookConfig {
 	const base = parseConfig(env);
-	const encoding = (env.BLOOBANK_SECRET_ENCODING ?? "utf8").trim().toLowerCase();
-	if (encoding !== "utf8" && encoding !== "base64") {
-		throw new ConfigError("BLOOBANK_SECRET_ENCODING", "must be utf8 or base64");
-	}
 	const published: string[] = [];
 	const keys = {} as Record<ProviderName, Uint8Array[]>;
-	for (const provider of PROVIDER_NAMES) {
-		const variable = SECRETS_VARIABLES[provider];
+	// The registry, not a list of names: a provider added there is configured here too.
+	for (const provider of Object.values(providers)) {
+		const name = provider.name;
+		const variable = provider.secretsVariable;
 		const secrets = list(env[variable]);
 		if (secrets.some((s) => PUBLISHED_VALUES.has(s))) published.push(variable);
-		keys[provider] = secrets.map((secret) => {
-			const key = decodeSecret(provider, secret, encoding);
+		keys[name] = secrets.map((secret) => {
+			const key = provider.keyFromSecret(secret, env);
 			// A secret that does not decode is ours to fix: never a 401, which BlooBank never retries
 			// (docs/providers.md 1.2).
 			if (key === null || key.byteLength === 0) throw new ConfigError(variable, "a secret does not decode");
@@ -252,27 +148,6 @@ export function parseWebhookConfig(env: Env): WebhookConfig {
 		allowedSourceCidrs: parseCidrList(env.ALLOWED_SOURCE_CIDRS),
 		publishedValues: published,
 	};
-}
-
-/**
- * The HMAC key of one configured secret (docs/providers.md 1.2 and 4): BlooBank's string as
- * shown unless BLOOBANK_SECRET_ENCODING=base64; Standard Webhooks' base64 after `whsec_`; Bold's
- * and Pazy's string as shown. Base64 is accepted padded, unpadded or URL-safe.
- */
-export function decodeSecret(
-	provider: ProviderName,
-	secret: string,
-	bloobankEncoding: "utf8" | "base64",
-): Uint8Array | null {
-	switch (provider) {
-		case "bloobank":
-			return bloobankEncoding === "base64" ? base64ToBytesLenient(secret) : utf8(secret);
-		case "standard":
-			return base64ToBytesLenient(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
-		case "bold":
-		case "pazy":
-			return utf8(secret);
-	}
 }
 
 const configCache = new WeakMap<Env, Config>();

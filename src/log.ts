@@ -11,6 +11,14 @@ export function log(level: LogLevel, msg: string, fields: Record<string, unknown
 	else console.log(line);
 }
 
+/**
+ * An error's message for a log line, without any URL in it: an outbound URL can carry a
+ * credential (a chat webhook URL is one; a path may hold WEBHOOK_PATH_TOKEN).
+ */
 export function errorMessage(err: unknown): string {
-	return (err instanceof Error ? err.message : String(err)).slice(0, 500);
+	return withoutUrls(err instanceof Error ? err.message : String(err)).slice(0, 500);
+}
+
+export function withoutUrls(text: string): string {
+	return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]*/gi, "<url>");
 }

@@ -55,6 +55,8 @@ export async function postAlert(
 		headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
 		body: JSON.stringify({ text: line, content: line, ...fields }),
 		signal: AbortSignal.timeout(ALERT_TIMEOUT_MS),
+		// Never followed: a redirect could carry the alert (and its details) to another host.
+		redirect: "manual",
 	});
 	const key = `${fields.alert}:${res.status}`;
 	if (res.ok) {

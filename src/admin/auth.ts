@@ -7,11 +7,11 @@
  * refused before the token is compared, so past the limit a guess is not even tried.
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../app";
+import type { AppEnv } from "../app-env";
 import { timingSafeEqualString } from "../crypto/hmac";
+import { RETRY_AFTER_SECONDS } from "../ingress/answers";
 import { clientKey, overLimit } from "../ingress/limit";
 import { noteRejection } from "../ingress/rejections";
-import { RETRY_AFTER_SECONDS } from "../ingress/status";
 
 /** How long this isolate refuses a client that went over its limit without comparing its token. */
 export const ADMIN_BLOCK_MS = 60_000;
@@ -25,7 +25,15 @@ export function bearerToken(header: string | undefined): string | null {
 	return m && m[1]?.toLowerCase() === "bearer" ? (m[2] ?? null) : null;
 }
 
-function block(key: string, nowMs: number): void {
+/** True while this isolate refuses `key` without comparing its token (admin API and console login). */
+export function isBlocked(key: string, nowMs: number): boolean {
+	const until = blockedUntil.get(key);
+	if (until !== undefined && until > nowMs) return true;
+	if (until !== undefined) blockedUntil.delete(key);
+	return false;
+}
+
+export function block(key: string, nowMs: number): void {
 	blockedUntil.delete(key);
 	blockedUntil.set(key, nowMs + ADMIN_BLOCK_MS);
 	if (blockedUntil.size > MAX_BLOCKED) {
@@ -49,9 +57,7 @@ export function adminAuth(): MiddlewareHandler<AppEnv> {
 				: c.json({ error: "rate limited" }, 503, { "Retry-After": String(RETRY_AFTER_SECONDS) });
 		};
 
-		const until = blockedUntil.get(key);
-		if (until !== undefined && until > nowMs) return refuse("admin_rate_limited", 503);
-		if (until !== undefined) blockedUntil.delete(key);
+		if (isBlocked(key, nowMs)) return refuse("admin_rate_limited", 503);
 
 		if (timingSafeEqualString(bearerToken(c.req.header("authorization")) ?? "", token)) return next();
 		if (await overLimit(c.env.WEBHOOK_RATE_LIMITER, key)) {

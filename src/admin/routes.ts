@@ -1,9 +1,8 @@
 /** The admin API (docs/design.md): JSON only, every list `{ items, nextCursor }`. */
 import { Hono } from "hono";
-import type { AppEnv } from "../app";
-import { claimForHandRetry, executeEffects } from "../effects/executor";
-import { PROVIDER_NAMES } from "../env";
-import { errorMessage, log } from "../log";
+import type { AppEnv } from "../app-env";
+import { startHandRetry } from "../effects/executor";
+import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { lastRun, listRuns } from "../reconcile/report";
@@ -99,15 +98,10 @@ export function adminRoutes(): Hono<AppEnv> {
 		const raw = c.req.param("id");
 		const id = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null;
 		if (id === null || !Number.isSafeInteger(id)) return c.json(bad("not found"), 404);
-		const nowMs = Date.now();
-		const retry = await claimForHandRetry(c.env.DB, id, nowMs);
-		if (retry === null) return c.json(bad("not found"), 404);
-		if ("status" in retry) return c.json(bad(`effect is ${retry.status}, not failed`), 409);
-		const run = executeEffects(c.env, c.get("config"), [retry.claimed], nowMs).catch((err) => {
-			// Claimed and still pending: the sweep runs it once the claim lapses.
-			log("error", "effect_retry_failed", { effectId: id, error: errorMessage(err) });
-		});
-		c.executionCtx.waitUntil(run);
+		const retry = await startHandRetry(c.env, c.get("config"), id, Date.now());
+		if (retry.outcome === "not_found") return c.json(bad("not found"), 404);
+		if (retry.outcome === "not_failed") return c.json(bad(`effect is ${retry.status}, not failed`), 409);
+		c.executionCtx.waitUntil(retry.run);
 		return c.json({ id, status: "pending" }, 202);
 	});
 

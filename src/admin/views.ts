@@ -1,8 +1,8 @@
 /** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
-import { storedBody } from "../db/archive";
-import { type Page, page } from "./pagination";
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+import { storedBody } from "../db/archive";
+import { iso } from "../time";
+import { type Page, page } from "./pagination";
 
 interface DeliveryRow {
 	id: number;

@@ -18,6 +18,7 @@ import { effectsFor, getProvider, storedHeaders } from "../providers";
 import type { Provider, ResourceSnapshot } from "../providers/types";
 import type { DeliveryMessage, QueueMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
+import { backoff } from "../time";
 import {
 	type ApplyRow,
 	CLAIM_EFFECTS,
@@ -64,7 +65,7 @@ export interface ApplyPlan {
 
 /** Exponential backoff for a message whose work failed: 10 s, 20 s, 40 s ... capped at 10 min. */
 export function retryDelaySeconds(attempts: number): number {
-	return Math.min(600, 5 * 2 ** Math.max(1, attempts));
+	return backoff(attempts, 10, 600);
 }
 
 /** Pure: what the batch should do, given the messages and the stored deliveries they point to. */
@@ -109,7 +110,7 @@ export function planBatch(
 		}
 		// A body that verified at ingress but does not parse now cannot succeed on retry: it is a
 		// poison message. It goes straight to `failed` (visible, replayable once the code is fixed).
-		const parsed = provider.parse(d.raw_body, storedHeaders(d.headers), config);
+		const parsed = provider.parse(d.raw_body, storedHeaders(d.headers), config.providerSettings[provider.name]);
 		if (!parsed.ok) {
 			plan.failed.push({ ref: d.id, error: `unparseable: ${parsed.reason}` });
 		} else if (parsed.event.resource === null) {

@@ -1,5 +1,5 @@
 import { CLAIMED_EFFECT_COLUMNS } from "../effects/executor";
-import type { ProviderName } from "../env";
+import type { ProviderName } from "../providers/model";
 import type { ResourceSnapshot } from "../providers/types";
 
 /**

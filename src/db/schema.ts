@@ -42,6 +42,8 @@ const deliveryColumns = () => ({
 	processedAt: integer("processed_at"),
 	/** Milliseconds from request start to answer, new deliveries only (the ack-latency alert). */
 	ackMs: integer("ack_ms"),
+	/** The sender's own event time (epoch ms) where the payload has one: end-to-end lag is processed_at minus it. */
+	eventAt: integer("event_at"),
 	/** When the raw body moved to the R2 archive (raw_body is then NULL; src/sweep/archive.ts). */
 	archivedAt: integer("archived_at"),
 });

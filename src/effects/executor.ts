@@ -6,6 +6,7 @@
  */
 import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
+import { backoff } from "../time";
 import { type Effect, type EffectContext, handlers } from "./handlers";
 import type { EffectKind } from "./rules";
 
@@ -33,7 +34,7 @@ export const EFFECT_MAX_ATTEMPTS = 10;
 
 /** Backoff for a failed effect: 1, 2, 4 ... minutes, capped at an hour. */
 export function effectRetryDelayMs(attempts: number): number {
-	return Math.min(60 * 60_000, 60_000 * 2 ** Math.max(0, attempts - 1));
+	return backoff(attempts, 60_000, 60 * 60_000);
 }
 
 function toEffect(row: ClaimedEffectRow): Effect | null {
@@ -150,4 +151,24 @@ export async function claimForHandRetry(db: D1Database, id: number, nowMs: numbe
 	if (row) return { claimed: row };
 	const status = current?.results[0]?.status;
 	return status === undefined ? null : { status };
+}
+
+export type HandRetryOutcome =
+	| { outcome: "not_found" }
+	| { outcome: "not_failed"; status: string }
+	| { outcome: "started"; run: Promise<void> };
+
+/**
+ * The hand retry as the admin API and the console start it: claim, then run in the caller's
+ * waitUntil (`run` never rejects). If that run dies, the sweep takes it over once the claim lapses.
+ */
+export async function startHandRetry(env: Env, config: Config, id: number, nowMs: number): Promise<HandRetryOutcome> {
+	const retry = await claimForHandRetry(env.DB, id, nowMs);
+	if (retry === null) return { outcome: "not_found" };
+	if ("status" in retry) return { outcome: "not_failed", status: retry.status };
+	const run = executeEffects(env, config, [retry.claimed], nowMs).then(
+		() => undefined,
+		(err) => log("error", "effect_retry_failed", { effectId: id, error: errorMessage(err) }),
+	);
+	return { outcome: "started", run };
 }

@@ -4,8 +4,7 @@
  * payment orders only, so no other sender can fire these or move the settled totals
  * (docs/design.md, effects). The outbox keeps one row per (resource, kind): first observation only.
  */
-import type { ProviderName } from "../env";
-import type { ResourceSnapshot } from "../providers/types";
+import type { ProviderName, ResourceSnapshot } from "../providers/model";
 
 export type EffectKind = "settled" | "payment_failed" | "hold_released";
 

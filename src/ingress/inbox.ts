@@ -43,8 +43,8 @@ const TAKE_TOKEN = `(status = 'received' AND (send_token IS NULL OR send_token_a
 const RECORD_SQL = `
 INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
   resource_type, resource_wallet, resource_id, resource_version, received_at, status_at, send_token,
-  send_token_at, attempt_ref, headers, note)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17)
+  send_token_at, attempt_ref, headers, note, event_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17, ?18)
 ON CONFLICT (provider, message_id) DO UPDATE SET
   duplicates = duplicates + 1,
   last_duplicate_at = excluded.received_at,
@@ -61,7 +61,8 @@ ON CONFLICT (provider, message_id) DO UPDATE SET
   resource_type = CASE WHEN ${REOPEN} THEN excluded.resource_type ELSE resource_type END,
   resource_wallet = CASE WHEN ${REOPEN} THEN excluded.resource_wallet ELSE resource_wallet END,
   resource_id = CASE WHEN ${REOPEN} THEN excluded.resource_id ELSE resource_id END,
-  resource_version = CASE WHEN ${REOPEN} THEN excluded.resource_version ELSE resource_version END
+  resource_version = CASE WHEN ${REOPEN} THEN excluded.resource_version ELSE resource_version END,
+  event_at = CASE WHEN ${REOPEN} THEN excluded.event_at ELSE event_at END
 RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
 
 /** One D1 round trip: insert or count a duplicate, and say whether this request must send. */
@@ -95,6 +96,7 @@ export async function recordDelivery(
 			resource ? (resource.wallet ?? "") : null,
 			headersJson,
 			event.note,
+			event.eventAt,
 		);
 	// Marks of earlier requests ride along in the same round trip (see takePendingMarks).
 	const marks = takePendingMarks(db);

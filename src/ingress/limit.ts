@@ -7,7 +7,7 @@
 import { errorMessage, log } from "../log";
 import { parseIp } from "./cidr";
 
-export type LimitScope = "webhook" | "admin";
+export type LimitScope = "webhook" | "admin" | "console";
 
 /**
  * The client a limit applies to: an IPv4 address (IPv4-mapped IPv6 included), or an IPv6 /64,

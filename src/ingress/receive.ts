@@ -2,8 +2,7 @@
  * One webhook delivery, from raw request to receipt. The order of the steps is the design:
  * source gates -> signature headers and timestamp -> cap the body -> MACs -> parse -> one D1
  * statement -> send the pointer. Everything before the MACs costs no more than reading headers.
- * Status codes follow docs/design.md; 4xx only when the request is certainly not genuine, because
- * BlooBank never retries a 4xx (docs/providers.md 1.1). Rate limiting answers 503, never 429.
+ * Each way out is an `Ending`; its status code comes from the one table in ./answers.ts.
  */
 import type { Env, WebhookConfig } from "../env";
 import { errorMessage, log } from "../log";
@@ -11,18 +10,17 @@ import { keptHeadersJson } from "../providers";
 import { verifySigned } from "../providers/signature";
 import type { Provider } from "../providers/types";
 import { deliveryMessage } from "../queue/messages";
+import { ANSWERS, type Ending, type Outcome } from "./answers";
 import { decodeUtf8, readBodyCapped } from "./body";
 import { ipAllowed } from "./cidr";
 import { recordDelivery, releaseSendToken } from "./inbox";
 import { clientKey, overLimit } from "./limit";
 
-export type Outcome = "accepted" | "resent" | "duplicate" | "ignored" | "rejected" | "unavailable";
-
 export interface Receipt {
 	status: number;
 	outcome: Outcome;
-	/** Rejection reason or failure kind; a code, never input. */
-	reason: string | null;
+	/** Why it ended so, for logs and the rejection log: a code, never input; null on success. */
+	reason: Ending | null;
 	size: number;
 	messageId: string | null;
 	deliveryId: number | null;
@@ -36,14 +34,15 @@ export interface ReceiveContext {
 	clientIp: string | null;
 }
 
-const receipt = (status: number, outcome: Outcome, reason: string | null, size = 0): Receipt => ({
-	status,
-	outcome,
-	reason,
-	size,
-	messageId: null,
-	deliveryId: null,
-});
+/** The receipt of a request that ended with `ending` (its status and outcome from ANSWERS). */
+export function receipt(
+	ending: Ending,
+	extra: Partial<Pick<Receipt, "size" | "messageId" | "deliveryId">> = {},
+): Receipt {
+	const { status, outcome } = ANSWERS[ending];
+	const success = outcome === "accepted" || outcome === "resent" || outcome === "duplicate" || outcome === "ignored";
+	return { status, outcome, reason: success ? null : ending, size: 0, messageId: null, deliveryId: null, ...extra };
+}
 
 export async function receive(provider: Provider, request: Request, ctx: ReceiveContext): Promise<Receipt> {
 	const { env, config, nowMs } = ctx;
@@ -51,31 +50,31 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 	// Source gates: cheap, before reading a byte of the body. A stale allow-list must not turn
 	// genuine deliveries into permanent failures: 503 (retried) and an alert, never 403.
 	if (config.allowedSourceCidrs && !(ctx.clientIp && ipAllowed(ctx.clientIp, config.allowedSourceCidrs))) {
-		return receipt(503, "rejected", "source_not_allowed");
+		return receipt("source_not_allowed");
 	}
 	// Per client, never per sender (limit.ts); allow-listed sources (all that pass the gate above
 	// when a list is set) are not limited.
 	const listed = config.allowedSourceCidrs !== null;
 	if (!listed && (await overLimit(env.WEBHOOK_RATE_LIMITER, clientKey("webhook", ctx.clientIp)))) {
-		return receipt(503, "unavailable", "rate_limited");
+		return receipt("rate_limited");
 	}
 
 	// Headers and timestamp first: a request without a plausible signature costs no body read.
 	const check = provider.checkSignature({ headers: request.headers, nowMs, config });
-	if (!check.ok) return receipt(401, "rejected", check.reason);
+	if (!check.ok) return receipt(check.reason);
 	const body = await readBodyCapped(request, config.maxBodyBytes);
-	if (!body.ok) return receipt(413, "rejected", "too_large", body.size);
+	if (!body.ok) return receipt("too_large", { size: body.size });
 	const size = body.bytes.byteLength;
 
 	// Invariant 1: nothing below this line runs for an unverified body.
 	const verified = await verifySigned(check, body.bytes, config.keys[provider.name]);
-	if (!verified.ok) return receipt(401, "rejected", verified.reason, size);
+	if (!verified.ok) return receipt(verified.reason, { size });
 
 	const text = decodeUtf8(body.bytes);
-	if (text === null) return receipt(500, "rejected", "invalid_utf8", size);
-	const parsed = provider.parse(text, request.headers, config);
+	if (text === null) return receipt("invalid_utf8", { size });
+	const parsed = provider.parse(text, request.headers, config.providerSettings[provider.name]);
 	// Signed by the sender but not understood: 500, so the sender retries once we are fixed.
-	if (!parsed.ok) return receipt(500, "rejected", parsed.reason, size);
+	if (!parsed.ok) return receipt(parsed.reason, { size });
 	const event = parsed.event;
 	const base = { size, messageId: event.messageId };
 
@@ -88,13 +87,12 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 			messageId: event.messageId,
 			error: errorMessage(err),
 		});
-		return { ...base, status: 503, outcome: "unavailable", reason: "d1_error", deliveryId: null };
+		return receipt("d1_error", base);
 	}
 
 	const deliveryId = outcome.id;
 	if (!outcome.mustSend) {
-		const kind = outcome.kind === "new" ? "ignored" : "duplicate";
-		return { ...base, status: 200, outcome: kind, reason: null, deliveryId };
+		return receipt(outcome.kind === "new" ? "ignored" : "duplicate", { ...base, deliveryId });
 	}
 	try {
 		await env.EVENTS.send(deliveryMessage(deliveryId, provider.name, event.messageId));
@@ -106,7 +104,7 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 			error: errorMessage(err),
 		});
 		ctx.waitUntil(releaseSendToken(env.DB, deliveryId).catch(() => {}));
-		return { ...base, status: 503, outcome: "unavailable", reason: "queue_error", deliveryId };
+		return receipt("queue_error", { ...base, deliveryId });
 	}
-	return { ...base, status: 200, outcome: outcome.kind === "new" ? "accepted" : "resent", reason: null, deliveryId };
+	return receipt(outcome.kind === "new" ? "accepted" : "resent", { ...base, deliveryId });
 }

@@ -1,11 +1,11 @@
 /** Routes `POST /webhooks/:provider` (and `/:provider/:token` when WEBHOOK_PATH_TOKEN is set). */
 import { Hono } from "hono";
-import type { AppEnv } from "../app";
+import type { AppEnv } from "../app-env";
 import { timingSafeEqualString } from "../crypto/hmac";
 import { getProvider } from "../providers";
+import { type Ending, RETRY_AFTER_SECONDS } from "./answers";
 import { observe } from "./observe";
-import { receive } from "./receive";
-import { RETRY_AFTER_SECONDS } from "./status";
+import { receipt, receive } from "./receive";
 /** The provider recorded for a request to a name that is not a provider. */
 export const UNKNOWN_PROVIDER = "(unknown)";
 
@@ -23,37 +23,28 @@ export function ingressRoutes(): Hono<AppEnv> {
 		const token = c.req.param("token");
 
 		// With a path token, only the tokened path exists; without one, only the plain path.
-		const refusal: { status: number; reason: string } | null = (
+		const refusal: Ending | null = (
 			config.webhookPathToken === null
 				? token !== undefined
 				: !timingSafeEqualString(token ?? "", config.webhookPathToken)
 		)
-			? { status: 404, reason: "bad_path" }
+			? "bad_path"
 			: !provider
-				? { status: 404, reason: "unknown_provider" }
-				: // A known sender without secrets: the merchant registered the URL before configuring
-					// it. 503 keeps the sender retrying while the sweep alerts (docs/design.md, configuration).
-					config.keys[provider.name].length === 0
-					? { status: 503, reason: "provider_not_configured" }
+				? "unknown_provider"
+				: config.keys[provider.name].length === 0
+					? "provider_not_configured"
 					: null;
-		const receipt =
+		const result =
 			refusal !== null || !provider
-				? {
-						...(refusal ?? { status: 404, reason: "unknown_provider" }),
-						outcome: "rejected" as const,
-						size: 0,
-						messageId: null,
-						deliveryId: null,
-					}
+				? receipt(refusal ?? "unknown_provider")
 				: await receive(provider, c.req.raw, { env, config, waitUntil, nowMs: started, clientIp });
 		const ackMs = Date.now() - started;
 		// The requested name is input: every unknown name shares one bucket, so random names cannot
 		// multiply counter rows (docs/design.md invariant 8).
 		const name = provider?.name ?? UNKNOWN_PROVIDER;
-		waitUntil(observe({ env, provider: name, receipt, ackMs, nowMs: started, clientIp }));
-		const headers: Record<string, string> =
-			receipt.status === 503 ? { "Retry-After": String(RETRY_AFTER_SECONDS) } : {};
-		return c.body(null, receipt.status as 200, headers);
+		waitUntil(observe({ env, provider: name, receipt: result, ackMs, nowMs: started, clientIp }));
+		const headers: Record<string, string> = result.status === 503 ? { "Retry-After": String(RETRY_AFTER_SECONDS) } : {};
+		return c.body(null, result.status as 200, headers);
 	});
 
 	app.all("/:provider/:token?", (c) =>

@@ -6,7 +6,9 @@
  * Envelope (1.3): newer `{event,messageId,deliveryAttempt,occurredAt?,data}` or older
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
-import { concatBytes, utf8 } from "../crypto/encoding";
+import type { Env } from "../bindings";
+import { ConfigError } from "../config";
+import { base64ToBytesLenient, concatBytes, utf8 } from "../crypto/encoding";
 import { paymentOrderEffects } from "../effects/rules";
 import {
 	checkTimestamp,
@@ -110,9 +112,11 @@ export function parseBlooBank(body: string, headers: Headers): ParseResult {
 		};
 	if (resource === null)
 		return { ok: true, event: ignoredEvent("bloobank", messageId, event, "event not modelled", { attempt }) };
+	// The envelope's occurredAt (newer generation), else the order's own updatedAt (docs/providers.md 1.3).
+	const eventAt = epochMs(envelope.occurredAt) ?? (isRecord(resource.data) ? epochMs(resource.data.updatedAt) : null);
 	return {
 		ok: true,
-		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, resource, note: null },
+		event: { provider: "bloobank", messageId, event, attempt, attemptRef: null, eventAt, resource, note: null },
 	};
 }
 
@@ -134,8 +138,22 @@ export function blooBankStatusRank(status: string): number {
 	}
 }
 
-export const bloobank: Provider = {
+/**
+ * Decision (docs/providers.md 1.2): the HMAC key is the secret's UTF-8 bytes as shown, unless
+ * BLOOBANK_SECRET_ENCODING=base64 (then its decoded bytes; padded, unpadded or URL-safe).
+ */
+export function blooBankKey(secret: string, env: Env): Uint8Array | null {
+	const encoding = (env.BLOOBANK_SECRET_ENCODING ?? "utf8").trim().toLowerCase();
+	if (encoding === "utf8") return utf8(secret);
+	if (encoding === "base64") return base64ToBytesLenient(secret);
+	throw new ConfigError("BLOOBANK_SECRET_ENCODING", "must be utf8 or base64");
+}
+
+export const bloobank: Provider<null> = {
 	name: "bloobank",
+	secretsVariable: "BLOOBANK_WEBHOOK_SECRETS",
+	keyFromSecret: blooBankKey,
+	settings: () => null,
 	keptHeaders: ["x-bloobank-delivery-attempt"],
 	checkSignature: checkBlooBankSignature,
 	parse: parseBlooBank,

@@ -7,8 +7,9 @@
  * Ordering: `occurredOn` (newer wins per entity/entityId). Majors outside
  * BOLD_SUPPORTED_MAJOR_VERSIONS are stored and marked ignored ("unsupported"), answered 2xx.
  */
-import { base64ToBytes, hexToBytes } from "../crypto/encoding";
-import type { Config } from "../env";
+import type { Env } from "../bindings";
+import { ConfigError, list } from "../config";
+import { base64ToBytes, hexToBytes, utf8 } from "../crypto/encoding";
 import { type SignatureCheck, type SignatureInput, type VerifyInput, verifySigned } from "./signature";
 import {
 	epochMs,
@@ -42,7 +43,21 @@ export const verifyBold = (input: VerifyInput) => verifySigned(checkBoldSignatur
 
 const nonNegativeInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 
-export function parseBold(body: string, headers: Headers, config: Config): ParseResult {
+export interface BoldSettings {
+	/** BOLD_SUPPORTED_MAJOR_VERSIONS (default 1): other majors are stored as `ignored`. */
+	supportedMajors: readonly number[];
+}
+
+export function boldSettings(env: Env): BoldSettings {
+	const supportedMajors = list(env.BOLD_SUPPORTED_MAJOR_VERSIONS ?? "1").map((m) => {
+		const n = Number(m);
+		if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError("BOLD_SUPPORTED_MAJOR_VERSIONS", "must list integers");
+		return n;
+	});
+	return { supportedMajors };
+}
+
+export function parseBold(body: string, headers: Headers, settings: BoldSettings): ParseResult {
 	const e = parseObject(body);
 	if (typeof e === "string") return { ok: false, reason: e };
 	const messageId = idString(e.eventId);
@@ -60,7 +75,7 @@ export function parseBold(body: string, headers: Headers, config: Config): Parse
 	if (typeof eventName !== "string" || !EVENT_NAME.test(eventName)) return ignore("eventName is not domain.action");
 	if (!nonNegativeInt(e.majorVersion) || !nonNegativeInt(e.minorVersion))
 		return ignore("majorVersion and minorVersion must be non-negative integers");
-	if (!config.boldSupportedMajors.includes(e.majorVersion)) {
+	if (!settings.supportedMajors.includes(e.majorVersion)) {
 		return {
 			ok: true,
 			event: ignoredEvent("bold", messageId, eventName, `unsupported major version ${e.majorVersion}`, extra),
@@ -82,14 +97,19 @@ export function parseBold(body: string, headers: Headers, config: Config): Parse
 			event: eventName,
 			attempt: null,
 			attemptRef,
+			eventAt: occurredOn,
 			note: null,
 			resource: { type: entity, id: entityId, wallet: null, version: occurredOn, status, data: payload ?? null },
 		},
 	};
 }
 
-export const bold: Provider = {
+export const bold: Provider<BoldSettings> = {
 	name: "bold",
+	secretsVariable: "BOLD_WEBHOOK_SECRETS",
+	// Decision (docs/providers.md 2): the key is the secret's UTF-8 bytes as shown.
+	keyFromSecret: (secret) => utf8(secret),
+	settings: boldSettings,
 	keptHeaders: ["x-attempt-id"],
 	checkSignature: checkBoldSignature,
 	parse: parseBold,

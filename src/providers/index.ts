@@ -1,15 +1,16 @@
 /** The registry: adding a provider is writing its file and listing it here. */
 
 import type { EffectSeed } from "../effects/rules";
-import type { ProviderName } from "../env";
 import { bloobank } from "./bloobank";
 import { bold } from "./bold";
+import type { ProviderName } from "./model";
 import { pazy } from "./pazy";
 import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";
 import type { Provider, ResourceSnapshot, VerifyResult } from "./types";
 
-const providers: Record<ProviderName, Provider> = { bloobank, bold, pazy, standard };
+/** The one list of senders: configuration, routes, the consumer and the tools all read it. */
+export const providers: Readonly<Record<ProviderName, Provider>> = { bloobank, bold, pazy, standard };
 
 export function getProvider(name: string): Provider | null {
 	return Object.hasOwn(providers, name) ? providers[name as ProviderName] : null;

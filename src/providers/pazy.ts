@@ -70,14 +70,19 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 			event: type,
 			attempt,
 			attemptRef: null,
+			eventAt: epochMs(e.createdAt),
 			note: null,
 			resource: { type: "payment", id: paymentId, wallet: null, version, status, data },
 		},
 	};
 }
 
-export const pazy: Provider = {
+export const pazy: Provider<null> = {
 	name: "pazy",
+	secretsVariable: "PAZY_WEBHOOK_SECRETS",
+	// Decision (docs/providers.md 3): the key is the secret's UTF-8 bytes as shown.
+	keyFromSecret: (secret) => utf8(secret),
+	settings: () => null,
 	keptHeaders: ["x-pazy-webhook-attempt"],
 	checkSignature: checkPazySignature,
 	parse: parsePazy,

@@ -6,10 +6,25 @@
  * 2. `verifySigned`: one HMAC per configured key over the signed content, compared in constant
  *    time with every candidate.
  */
+
+import type { WebhookConfig } from "../config";
 import { hexToBytes } from "../crypto/encoding";
 import { verifyAnyHmacSha256 } from "../crypto/hmac";
-import type { WebhookConfig } from "../env";
-import type { VerifyFailure, VerifyResult } from "./types";
+
+/** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
+export const VERIFY_FAILURES = [
+	"missing_signature",
+	"malformed_signature",
+	"missing_timestamp",
+	"malformed_timestamp",
+	"timestamp_mismatch",
+	"timestamp_out_of_tolerance",
+	"no_supported_signature",
+	"signature_mismatch",
+] as const;
+export type VerifyFailure = (typeof VERIFY_FAILURES)[number];
+
+export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
 
 /** Items past this many are ignored, so a header of thousands of items costs nothing more. */
 export const MAX_SIGNATURE_ITEMS = 16;

@@ -5,7 +5,7 @@
  * `v1,<base64>`); signed content `{id}.{timestamp}.{rawBody}`; secret `whsec_<base64>`, the key
  * being the decoded part. Dedupe on `webhook-id`.
  */
-import { base64ToBytes, concatBytes, utf8 } from "../crypto/encoding";
+import { base64ToBytes, base64ToBytesLenient, concatBytes, utf8 } from "../crypto/encoding";
 import {
 	checkTimestamp,
 	MAX_SIGNATURE_ITEMS,
@@ -15,6 +15,7 @@ import {
 	verifySigned,
 } from "./signature";
 import {
+	epochMs,
 	genericStatusRank,
 	idString,
 	ignoredEvent,
@@ -89,14 +90,24 @@ export function parseStandard(body: string, headers: Headers): ParseResult {
 			event,
 			attempt: null,
 			attemptRef: null,
+			// The payload's own time; webhook-timestamp is when it was sent, not when it happened.
+			eventAt: typeof e.timestamp === "string" ? epochMs(e.timestamp) : null,
 			note: null,
 			resource: { type, id, wallet: null, version, status: STANDARD_MAPPING.status(e), data: e.data ?? null },
 		},
 	};
 }
 
-export const standard: Provider = {
+/** docs/providers.md 4: `whsec_<base64>`, the key being the decoded part (`whsec_` optional). */
+export function standardKey(secret: string): Uint8Array | null {
+	return base64ToBytesLenient(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
+}
+
+export const standard: Provider<null> = {
 	name: "standard",
+	secretsVariable: "STANDARD_WEBHOOK_SECRETS",
+	keyFromSecret: standardKey,
+	settings: () => null,
 	keptHeaders: ["webhook-id", "webhook-timestamp"],
 	checkSignature: checkStandardSignature,
 	parse: parseStandard,

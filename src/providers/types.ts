@@ -2,53 +2,13 @@
  * The provider interface: what ingress, apply and the admin views know about a sender.
  * A provider is one file exporting a `Provider`; src/providers/index.ts lists them.
  */
+import type { Env, EnvVar } from "../bindings";
 import type { EffectSeed } from "../effects/rules";
-import type { Config, ProviderName } from "../env";
+import type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
 import type { SignatureCheck, SignatureInput } from "./signature";
 
-/** A resource snapshot as the sender last described it. */
-export interface ResourceSnapshot {
-	type: string;
-	id: string;
-	/**
-	 * The scope within which `id` is unique, where the sender has one (BlooBank: the wallet,
-	 * docs/providers.md 1.4); null elsewhere. Part of the resource's key.
-	 */
-	wallet: string | null;
-	/** Orders snapshots of one resource: higher wins (BlooBank: ordVersion). */
-	version: number;
-	status: string;
-	data: unknown;
-}
-
-export interface NormalisedEvent {
-	provider: ProviderName;
-	/** The sender's dedupe id (BlooBank messageId). Used for dedupe only, never as a business id. */
-	messageId: string;
-	event: string;
-	/** The sender's attempt counter, for audit. */
-	attempt: number | null;
-	/** The sender's attempt id, where it has one (Bold `attemptId`), for audit. */
-	attemptRef: string | null;
-	/** null: an event we do not model; stored, marked `ignored` (with `note`), answered 2xx. */
-	resource: ResourceSnapshot | null;
-	note: string | null;
-}
-
-/** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
-export const VERIFY_FAILURES = [
-	"missing_signature",
-	"malformed_signature",
-	"missing_timestamp",
-	"malformed_timestamp",
-	"timestamp_mismatch",
-	"timestamp_out_of_tolerance",
-	"no_supported_signature",
-	"signature_mismatch",
-] as const;
-export type VerifyFailure = (typeof VERIFY_FAILURES)[number];
-
-export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
+export type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
+export { VERIFY_FAILURES, type VerifyFailure, type VerifyResult } from "./signature";
 
 /**
  * The only bodies a provider refuses after verification: without JSON or a message id there is
@@ -60,8 +20,22 @@ export type ParseFailure = "invalid_json" | "not_an_object" | "missing_message_i
 
 export type ParseResult = { ok: true; event: NormalisedEvent } | { ok: false; reason: ParseFailure; detail?: string };
 
-export interface Provider {
+/**
+ * One sender, in one file: its secrets variable and how a secret becomes an HMAC key, its own
+ * settings, the signature check, the parser, the status rank and the effect rules. `S` is the type
+ * of its settings: `settings(env)` makes them when the configuration is parsed, `parse` gets them.
+ */
+export interface Provider<S = unknown> {
 	name: ProviderName;
+	/** The variable holding its comma-separated secrets; every one is tried (rotation). */
+	secretsVariable: EnvVar;
+	/**
+	 * The HMAC key of one configured secret, or null when it does not decode (a configuration
+	 * error: never a 401). May read its own settings from `env`, throwing ConfigError.
+	 */
+	keyFromSecret(secret: string, env: Env): Uint8Array | null;
+	/** Its own settings from its own variables (throws ConfigError naming the variable). */
+	settings(env: Env): S;
 	/**
 	 * The non-secret headers parse() reads. They are stored with the delivery, so the consumer
 	 * re-parses exactly what ingress parsed. Never a signature header.
@@ -70,7 +44,7 @@ export interface Provider {
 	/** The checks that need no body (see ./signature.ts); the MACs are computed after the body is read. */
 	checkSignature(input: SignatureInput): SignatureCheck;
 	/** Parses a verified body; `headers` holds at least `keptHeaders`. */
-	parse(body: string, headers: Headers, config: Config): ParseResult;
+	parse(body: string, headers: Headers, settings: S): ParseResult;
 	/**
 	 * Decides a tie between two snapshots of one resource with equal versions: the higher rank
 	 * wins, equal ranks keep the stored one (docs/design.md, statuses). Final beats non-final.
@@ -100,6 +74,7 @@ export function ignoredEvent(
 		event,
 		attempt: null,
 		attemptRef: null,
+		eventAt: null,
 		...extra,
 		resource: null,
 		note,

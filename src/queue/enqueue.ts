@@ -1,6 +1,7 @@
 /** Sending stored deliveries to EVENTS in bulk: the sweep and replays share this path. */
-import type { Env, ProviderName } from "../env";
+import type { Env } from "../env";
 import { markEnqueued } from "../ingress/inbox";
+import type { ProviderName } from "../providers/model";
 import { deliveryMessage } from "./messages";
 
 export interface DeliveryPointerRow {

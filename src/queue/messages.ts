@@ -3,8 +3,7 @@
  * Messages are small pointers or snapshots: queue messages are capped at 128 KB, raw bodies
  * are up to MAX_BODY_BYTES, so a delivery's body stays in D1 and the message names its row.
  */
-import type { ProviderName } from "../env";
-import type { ResourceSnapshot } from "../providers/types";
+import type { ProviderName, ResourceSnapshot } from "../providers/model";
 
 /** A stored delivery to apply (from ingress, the sweep, or a replay). */
 export interface DeliveryMessage {

@@ -9,6 +9,8 @@
 import { canonicalString, sha256, signCanonical } from "../crypto/access-signature";
 import { bytesToHex, utf8 } from "../crypto/encoding";
 import type { ReconcileConfig } from "../env";
+import { errorMessage } from "../log";
+import { backoff } from "../time";
 
 /** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
 export const REQUEST_TIMEOUT_MS = 3_000;
@@ -130,7 +132,7 @@ async function parseError(res: Response): Promise<{ code: string; reason: string
 
 /** Full jitter on an exponential base: 250 ms, 500 ms, 1 s ... */
 export function backoffMs(attempt: number, random: () => number): number {
-	return Math.round(250 * 2 ** (attempt - 1) * (0.5 + random()));
+	return Math.round(backoff(attempt, 250, Number.POSITIVE_INFINITY) * (0.5 + random()));
 }
 
 export class BlooBankClient {
@@ -216,14 +218,13 @@ export class BlooBankClient {
 					method: "GET",
 					headers,
 					signal: AbortSignal.timeout(this.deps.timeoutMs),
+					// A redirect is a misconfigured base URL, never followed: the signed path would not match.
+					redirect: "manual",
 				});
 			} catch (err) {
 				last = {
 					kind: "unavailable",
-					message: `network: ${(err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message}`.slice(
-						0,
-						300,
-					),
+					message: `network: ${(err as Error).name === "TimeoutError" ? "timed out" : errorMessage(err)}`.slice(0, 300),
 				};
 				continue;
 			}

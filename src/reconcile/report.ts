@@ -1,5 +1,6 @@
 /** Run reports, as GET /admin/reconcile/runs and /admin/metrics show them. */
 import { type Page, page } from "../admin/pagination";
+import { iso } from "../time";
 
 interface RunRow {
 	id: string;
@@ -18,8 +19,6 @@ interface RunRow {
 	started_at: number;
 	finished_at: number | null;
 }
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function runReport(r: RunRow) {
 	return {

@@ -13,6 +13,7 @@ import { errorMessage, log } from "../log";
 import { blooBankOrderSnapshot } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/types";
 import type { ReconcileJob, SnapshotMessage } from "../queue/messages";
+import { backoff, iso } from "../time";
 import { BlooBankClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS } from "./client";
 
 /** 10 pages: <= 30 API attempts + 10 queue sends + 1 continuation, under the free plan's 50 subrequests. */
@@ -60,8 +61,6 @@ interface Progress {
 	/** What this invocation dropped or skipped: reported in the run, though the window goes on. */
 	notes: string[];
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Sends the snapshots (each naming its window); returns those too large for a queue message, unsent. */
 async function sendSnapshots(
@@ -116,7 +115,7 @@ async function drifted(db: D1Database, wallet: string, items: ResourceSnapshot[]
 }
 
 /** 30 s, 60 s, 120 s ... between invocations after consecutive failures. */
-const backoffSeconds = (retries: number) => 30 * 2 ** (retries - 1);
+const backoffSeconds = (retries: number) => backoff(retries, 30, MAX_RETRY_AFTER_SECONDS);
 
 export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = defaultDeps()): Promise<void> {
 	const db = env.DB;
@@ -326,7 +325,7 @@ export async function consumeReconcile(batch: MessageBatch<ReconcileJob>, env: E
 		} catch (err) {
 			// D1 or the queue failed: run the job again later; it resumes from the token in D1.
 			log("error", "reconcile_window_failed", { error: errorMessage(err), attempts: m.attempts });
-			m.retry({ delaySeconds: Math.min(600, 30 * 2 ** Math.max(0, m.attempts - 1)) });
+			m.retry({ delaySeconds: backoff(m.attempts, 30, 600) });
 		}
 	}
 }

@@ -65,6 +65,7 @@ export const DELIVERY_COLUMNS = [
 	"last_error",
 	"processed_at",
 	"ack_ms",
+	"event_at",
 	"archived_at",
 ] as const;
 

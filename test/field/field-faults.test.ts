@@ -126,11 +126,14 @@ describe("the providers' own recovery path: fix, then replay from their dashboar
 		// Its queue retries were exhausted while D1 was down: the dead-letter consumer failed it.
 		await consume(h, [msg], "webhook-events-dlq");
 		expect(await rows("SELECT status FROM deliveries")).toEqual([{ status: "failed" }]);
+		const sentBefore = h.events.sent.length;
 		const resend = await call(
 			h,
 			await signedRequest(orderEvent("replay-f", { id: "ord_rf", ordVersion: 1, status: "SUCCESS", amount: 300 })),
 		);
 		expect(resend.status).toBe(200);
+		expect(h.events.sent).toHaveLength(sentBefore + 1);
+		expect(await rows("SELECT status FROM deliveries")).toEqual([{ status: "enqueued" }]);
 		const pointer = h.events.sent.at(-1) as DeliveryMessage;
 		expect(pointer).toEqual(msg);
 		await consume(h, [pointer]);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { decodeSecret, parseWebhookConfig, type WebhookConfig } from "../../src/env";
-import { normaliseBlooBankStatus, parseBlooBank, verifyBlooBank } from "../../src/providers/bloobank";
+import type { Env } from "../../src/bindings";
+import { parseWebhookConfig, type WebhookConfig } from "../../src/env";
+import { blooBankKey, normaliseBlooBankStatus, parseBlooBank, verifyBlooBank } from "../../src/providers/bloobank";
 import { hmacHex, OLD_SECRET, SECRET } from "../support/bloobank";
 
 const config: WebhookConfig = parseWebhookConfig({ SIGNATURE_TOLERANCE_SECONDS: "300" } as never);
@@ -26,7 +27,9 @@ function verify(
 	return verifyBlooBank({
 		headers: new Headers(headers),
 		body: typeof body === "string" ? enc.encode(body) : body,
-		keys: (opts.secrets ?? [KAT_SECRET]).map((s) => decodeSecret("bloobank", s, opts.encoding ?? "utf8") as Uint8Array),
+		keys: (opts.secrets ?? [KAT_SECRET]).map(
+			(s) => blooBankKey(s, { BLOOBANK_SECRET_ENCODING: opts.encoding ?? "utf8" } as Env) as Uint8Array,
+		),
 		nowMs: opts.nowMs ?? Number(KAT_TS),
 		config: opts.config ?? config,
 	});
@@ -137,6 +140,8 @@ describe("BlooBank envelope (docs/providers.md 1.3)", () => {
 				event: "payment_order.success",
 				attempt: 1,
 				attemptRef: null,
+				// The KAT body has neither occurredAt nor data.updatedAt.
+				eventAt: null,
 				note: null,
 				resource: {
 					type: "payment_order",

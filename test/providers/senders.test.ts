@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { decodeSecret, parseWebhookConfig } from "../../src/env";
-import { verifyStandard } from "../../src/providers/standard";
+import { parseWebhookConfig } from "../../src/env";
+import { standardKey, verifyStandard } from "../../src/providers/standard";
 import { consume } from "../support/apply";
 import { hmacHex } from "../support/bloobank";
 import { boldSender, pazySender, senderRequest } from "../support/senders";
@@ -19,7 +19,7 @@ describe("Standard Webhooks", () => {
 					"v1,bm9ldHUjKzFob2VudXRob2VodWUzMjRvdWVvdW9ldQo= v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
 			}),
 			body: new TextEncoder().encode('{"test": 2432232314}'),
-			keys: [decodeSecret("standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "utf8") as Uint8Array],
+			keys: [standardKey("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw") as Uint8Array],
 			nowMs: 1614265330_000,
 			config: parseWebhookConfig({} as never),
 		});

@@ -6,6 +6,7 @@ import {
 	waitOnExecutionContext,
 } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
 import { DAILY_RECONCILE_CRON } from "../../src/cron";
 import { parseReconcileConfig } from "../../src/env";
 import worker from "../../src/index";
@@ -29,7 +30,6 @@ import {
 	messageBytes,
 } from "../../src/reconcile/window";
 import { consume, ingest } from "../support/apply";
-import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, PRIVATE_KEY_HEX } from "../support/fake-bloobank";
 import { type Harness, harness, resetDb, rows } from "../support/worker";
 
 const RECONCILE_VARS = {

@@ -35,7 +35,7 @@ describe.each(SIM_PROVIDERS)("the simulator signs %s deliveries the receiver acc
 			config,
 		});
 		expect(verified).toEqual({ ok: true });
-		const parsed = provider.parse(body, headers, config);
+		const parsed = provider.parse(body, headers, config.providerSettings[name]);
 		const want = expectedResource(name, state);
 		expect(parsed.ok && parsed.event.messageId).toBe("sim-msg-1");
 		expect(parsed.ok && parsed.event.resource).toMatchObject({

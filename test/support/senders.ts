@@ -4,7 +4,6 @@
  * `standardwebhooks` package).
  */
 import { Webhook } from "standardwebhooks";
-import type { ProviderName } from "../../src/env";
 import { TEST_SECRETS } from "../vars";
 import { hmacHex } from "./bloobank";
 
@@ -17,7 +16,8 @@ export interface SignOptions {
 }
 
 export interface Sender {
-	name: ProviderName;
+	/** A registry name (a ProviderName, or a provider a test registers). */
+	name: string;
 	secrets: readonly string[];
 	/** Whether the scheme signs a timestamp (so stale/future requests exist). */
 	timestamped: boolean;

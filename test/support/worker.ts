@@ -1,9 +1,9 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { CountingD1, FaultyR2, RecordingQueue } from "../../fixtures/bindings";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
 import type { QueueMessage, ReconcileJob } from "../../src/queue/messages";
-import { CountingD1, FaultyR2, RecordingQueue } from "./bindings";
 
 export interface Harness {
 	env: Env;
@@ -39,21 +39,13 @@ export async function call(h: Harness, request: Request): Promise<Response> {
 	return res;
 }
 
-const TABLES = [
-	"deliveries",
-	"resources",
-	"effects",
-	"settled_totals",
-	"rejections",
-	"rejection_counts",
-	"alert_state",
-	"reconcile_runs",
-	"reconcile_windows",
-	"reconcile_watermarks",
-];
-
+/** Empties every table the migrations created (read from the database, so a new table is never missed). */
 export async function resetDb(): Promise<void> {
-	await env.DB.batch(TABLES.map((t) => env.DB.prepare(`DELETE FROM ${t}`)));
+	const { results } = await env.DB.prepare(
+		`SELECT name FROM sqlite_master WHERE type = 'table'
+     AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> 'd1_migrations'`,
+	).all<{ name: string }>();
+	await env.DB.batch(results.map((t) => env.DB.prepare(`DELETE FROM "${t.name}"`)));
 }
 
 export async function rows<T = Record<string, unknown>>(sql: string, ...binds: unknown[]): Promise<T[]> {

@@ -24,6 +24,7 @@ CREATE TABLE `delivery_moves` (
 	`last_error` text,
 	`processed_at` integer,
 	`ack_ms` integer,
+	`event_at` integer,
 	`archived_at` integer
 );
 --> statement-breakpoint
