@@ -38,6 +38,12 @@ export default defineConfig(async () => {
 							d.database_id ?? d.binding,
 						]),
 					),
+					r2Buckets: Object.fromEntries(
+						(wrangler.r2_buckets ?? []).map((b: { binding: string; bucket_name?: string }) => [
+							b.binding,
+							b.bucket_name ?? b.binding,
+						]),
+					),
 					queueProducers: Object.fromEntries(
 						(wrangler.queues.producers ?? []).map((q: { binding: string; queue: string }): [string, string] => [
 							q.binding,

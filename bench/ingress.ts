@@ -9,9 +9,32 @@
  * Targets: at concurrency 32, >= 60% of the no-op's throughput; at concurrency 1, <= 3 ms added to
  * its p50. On a 2-core machine the load generator shares the CPU with workerd: compare, don't quote.
  */
+
+import { readFileSync } from "node:fs";
 import { envelope, signDelivery } from "../scripts/sim/signing";
 import { saveChart } from "./chart";
-import { migrate, saveResults, startWorker } from "./lib";
+import { migrate, saveResults, startWorker, workerdPids } from "./lib";
+
+/** CPU seconds (user + system) these processes have used, from /proc/<pid>/stat; null elsewhere. */
+function cpuSeconds(pids: number[]): number | null {
+	if (pids.length === 0) return null;
+	let ticks = 0;
+	for (const pid of pids) {
+		try {
+			// Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+			const rest = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+			ticks += Number(rest[11]) + Number(rest[12]);
+		} catch {
+			return null;
+		}
+	}
+	return ticks / 100; // USER_HZ is 100 on Linux
+}
+
+interface D1Counts {
+	roundTrips: number;
+	rowsWritten: number;
+}
 
 export const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
 const LEVELS = [
@@ -121,11 +144,16 @@ function printLine(conc: number, label: string, r: Run, vs: Run | null, extra = 
 }
 
 export async function benchIngress() {
+	// Each Worker runs in its own workerd process: the ones that appear as it starts are its own.
+	const before = new Set(workerdPids());
 	const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
 		BLOOBANK_WEBHOOK_SECRETS: SECRET,
 		ADMIN_TOKEN: "",
 	});
+	const receiverPids = workerdPids().filter((p) => !before.has(p));
 	const noop = await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml");
+	const noopPids = workerdPids().filter((p) => !before.has(p) && !receiverPids.includes(p));
+	const cpu = { receiver: 0, floor: 0, deliveries: 0 };
 	const results: ReturnType<typeof summarize>[] = [];
 	try {
 		await migrate(receiver, "http://bench/__bench/setup");
@@ -159,20 +187,35 @@ export async function benchIngress() {
 			"ingress benchmark (BlooBank deliveries, all new; each Worker's queue consumer runs in the same process)",
 		);
 		console.log("  conc  worker                     rps     p50     p95     p99  vs no-op: rps, p50 added (ms)");
+		const rowsNew = { rows: 0, deliveries: 0 };
+		let lastLoad: Signed[] = [];
 		for (const level of LEVELS) {
 			const load = await signedBatch(level.requests);
-			const before = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as { roundTrips: number };
+			const before = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as D1Counts;
+			const cpu0 = cpuSeconds(receiverPids);
 			progress(`c${level.concurrency} receiver`);
 			const r = await drive(receiverUrl, load, level.concurrency);
-			// Give waitUntil work (mark enqueued) a moment to land before reading the counter.
-			await new Promise((resolve) => setTimeout(resolve, 1000));
-			const after = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as { roundTrips: number };
+			// Give waitUntil work (mark enqueued) and the consumer (batches wait up to 2 s) time to land.
+			await new Promise((resolve) => setTimeout(resolve, 4000));
+			const cpu1 = cpuSeconds(receiverPids);
+			const after = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as D1Counts;
+			rowsNew.rows += after.rowsWritten - before.rowsWritten;
+			rowsNew.deliveries += level.requests;
 			progress(`c${level.concurrency} no-op`);
 			const n = await drive(noopUrl, load, level.concurrency);
 			progress(`c${level.concurrency} no-op + D1 write`);
 			const oneWrite = await drive(oneWriteUrl, load, level.concurrency);
 			progress(`c${level.concurrency} no-op + D1 write + send`);
+			const f0 = cpuSeconds(noopPids);
 			const floor = await drive(designFloorUrl, load, level.concurrency);
+			await new Promise((resolve) => setTimeout(resolve, 4000));
+			const f1 = cpuSeconds(noopPids);
+			if (cpu0 !== null && cpu1 !== null && f0 !== null && f1 !== null) {
+				cpu.receiver += cpu1 - cpu0;
+				cpu.floor += f1 - f0;
+				cpu.deliveries += level.requests;
+			}
+			lastLoad = load;
 			const row = summarize(level, r, n, oneWrite, floor, after.roundTrips - before.roundTrips);
 			results.push(row);
 			printLine(level.concurrency, "no-op", n, null);
@@ -188,6 +231,39 @@ export async function benchIngress() {
 		}
 		const c32 = results.find((x) => x.concurrency === 32);
 		const c1 = results.find((x) => x.concurrency === 1);
+		// Duplicates: the last level's deliveries once more (re-signed: timestamps must be fresh).
+		const dupLoad = await Promise.all(
+			lastLoad.map(async (x) => ({
+				body: x.body,
+				headers: await signDelivery("bloobank", SECRET, x.body, JSON.parse(x.body).messageId as string, Date.now()),
+			})),
+		);
+		const d0 = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as D1Counts;
+		await drive(receiverUrl, dupLoad, 8);
+		await new Promise((resolve) => setTimeout(resolve, 1000));
+		const d1 = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as D1Counts;
+		const goals = {
+			c32ThroughputVsFloor: { value: c32?.receiverVsDesignFloor.throughputRatio ?? null, goal: ">= 0.9" },
+			c1P50AddedVsFloorMs: { value: c1?.receiverVsDesignFloor.p50AddedMs ?? null, goal: "<= +1 ms" },
+			cpuMsPerDelivery: {
+				receiver: cpu.deliveries ? round((cpu.receiver * 1000) / cpu.deliveries) : null,
+				floor: cpu.deliveries ? round((cpu.floor * 1000) / cpu.deliveries) : null,
+				added: cpu.deliveries ? round(((cpu.receiver - cpu.floor) * 1000) / cpu.deliveries) : null,
+				goal: "added <= +2 ms",
+			},
+			rowsWrittenPerNewDelivery: { value: round(rowsNew.rows / rowsNew.deliveries), goal: "<= 4" },
+			rowsWrittenPerDuplicate: { value: round((d1.rowsWritten - d0.rowsWritten) / dupLoad.length), goal: "1" },
+		};
+		console.log("  goals (receiver against the design floor, no-op + D1 write + send):");
+		console.log(`    throughput at c32: ${goals.c32ThroughputVsFloor.value} of the floor (goal >= 0.9)`);
+		console.log(`    p50 added at c1: ${signed(goals.c1P50AddedVsFloorMs.value ?? 0)} ms (goal <= +1 ms)`);
+		console.log(
+			`    server CPU per delivery, ingress and apply (workerd utime+stime / deliveries): receiver ${goals.cpuMsPerDelivery.receiver} ms, floor ${goals.cpuMsPerDelivery.floor} ms, added ${signed(goals.cpuMsPerDelivery.added ?? 0)} ms (goal <= +2 ms)`,
+		);
+		console.log(
+			`    D1 rows written (meta.rows_written): ${goals.rowsWrittenPerNewDelivery.value} per new delivery, ingress and apply (goal <= 4); ${goals.rowsWrittenPerDuplicate.value} per duplicate (goal 1)`,
+		);
+		saveResults("ingress-goals", goals);
 		console.log(
 			`  targets: c32 rps ratio >= 0.6 (receiver ${c32?.throughputRatio}; no-op + D1 write + send ${c32?.designFloorThroughputRatio}), c1 p50 added <= 3 ms (receiver ${c1?.p50AddedMs}; no-op + D1 write + send ${c1?.designFloorP50AddedMs})`,
 		);

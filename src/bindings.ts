@@ -9,6 +9,8 @@ export interface Env {
 	DB: D1Database;
 	EVENTS: Queue<QueueMessage>;
 	RECONCILE: Queue<ReconcileJob>;
+	/** Optional: R2 bucket for the raw bodies of settled deliveries (src/sweep/archive.ts). */
+	ARCHIVE?: R2Bucket;
 	/** Optional: Workers Analytics Engine dataset, one data point per webhook request. */
 	WEBHOOK_ANALYTICS?: AnalyticsEngineDataset;
 	/** Optional: Workers Rate Limiting binding, keyed per client address (src/ingress/limit.ts). */

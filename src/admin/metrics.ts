@@ -1,4 +1,5 @@
 /** GET /admin/metrics: one D1 batch of aggregate reads. */
+import { D1_LIMIT_BYTES, sizeAfter } from "../db/size";
 
 export const REJECTION_WINDOW_MS = 24 * 60 * 60_000;
 
@@ -44,5 +45,6 @@ export async function readMetrics(db: D1Database, nowMs: number, lastReconcile: 
 		effects: effectCounts,
 		settled: settledTotals,
 		lastReconcile,
+		database: { bytes: sizeAfter(byStatus), limitBytes: D1_LIMIT_BYTES },
 	};
 }

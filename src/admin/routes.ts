@@ -30,16 +30,16 @@ export function adminRoutes(): Hono<AppEnv> {
 	});
 
 	app.get("/deliveries/:provider/:messageId", async (c) => {
-		const d = await getDelivery(c.env.DB, c.req.param("provider"), c.req.param("messageId"));
+		const d = await getDelivery(c.env.DB, c.env.ARCHIVE, c.req.param("provider"), c.req.param("messageId"));
 		return d ? c.json(d) : c.json(bad("not found"), 404);
 	});
 
 	app.post("/deliveries/:provider/:messageId/replay", async (c) => {
 		const provider = c.req.param("provider");
 		const messageId = c.req.param("messageId");
-		const d = await getDelivery(c.env.DB, provider, messageId);
+		const d = await getDelivery(c.env.DB, c.env.ARCHIVE, provider, messageId);
 		if (!d) return c.json(bad("not found"), 404);
-		if (d.rawBody === null) return c.json(bad("raw body no longer retained (RETENTION_DAYS)"), 409);
+		if (d.rawBody === null) return c.json(bad("raw body no longer kept in D1 or the archive"), 409);
 		const replayed = await replayDeliveries(c.env, { provider, messageId }, Date.now(), 1);
 		return c.json({ replayed }, 202);
 	});

@@ -1,5 +1,6 @@
 /** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
 
+import { storedBody } from "../db/archive";
 import { iso } from "../time";
 import { type Page, page } from "./pagination";
 
@@ -52,13 +53,14 @@ export async function listDeliveries(
 	return page(results, limit, (r) => r.id, deliveryItem);
 }
 
-export async function getDelivery(db: D1Database, provider: string, messageId: string) {
+export async function getDelivery(db: D1Database, archive: R2Bucket | undefined, provider: string, messageId: string) {
 	const r = await db
 		.prepare("SELECT * FROM deliveries WHERE provider = ?1 AND message_id = ?2")
 		.bind(provider, messageId)
 		.first<
 			DeliveryRow & {
 				raw_body: string | null;
+				archived_at: number | null;
 				provider_attempt: number | null;
 				attempt_ref: string | null;
 				resource_type: string | null;
@@ -74,7 +76,8 @@ export async function getDelivery(db: D1Database, provider: string, messageId: s
 	if (!r) return null;
 	return {
 		...deliveryItem(r),
-		rawBody: r.raw_body,
+		rawBody: await storedBody(archive, r),
+		archivedAt: iso(r.archived_at),
 		bodyBytes: r.body_bytes,
 		providerAttempt: r.provider_attempt,
 		attemptId: r.attempt_ref,

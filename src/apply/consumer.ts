@@ -1,7 +1,8 @@
 /**
  * The EVENTS consumer: turns a batch of pointers and snapshots into ordered state and
  * first-observation effects in at most three D1 round trips per chunk:
- *   1. load the raw deliveries the pointers name, up to MAX_CHUNK_BODY_BYTES of bodies;
+ *   1. load the raw deliveries the pointers name, up to MAX_CHUNK_BODY_BYTES of bodies (a body
+ *      already archived to R2, as a replay's is, is read back from there);
  *   2. one batch: monotonic upserts, delivery outcomes, effect rows, effect claims;
  *   3. one batch: execute the claimed effects and mark them done.
  * A batch whose bodies fit in one chunk (the usual case) is one chunk. A failure in 1 or 2
@@ -9,6 +10,7 @@
  * that fail in 3 stay pending for the sweep, since the state they follow is already committed.
  */
 
+import { storedBody } from "../db/archive";
 import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effects/executor";
 import { type Config, ConfigError, type Env, getConfig } from "../env";
 import { errorMessage, log } from "../log";
@@ -40,7 +42,7 @@ export const MAX_CHUNK_BODY_BYTES = 4 * 1024 * 1024;
 
 /** Loads stored deliveries in id order while their bodies total at most `?2` bytes (always at least one). */
 const LOAD_CHUNK = `
-SELECT d.id, d.provider, d.raw_body, d.headers
+SELECT d.id, d.provider, d.message_id, d.raw_body, d.archived_at, d.headers
 FROM deliveries AS d
 JOIN (SELECT id, body_bytes, sum(body_bytes) OVER (ORDER BY id) AS upto
       FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))) AS w ON w.id = d.id
@@ -50,7 +52,9 @@ ORDER BY d.id`;
 interface StoredDelivery {
 	id: number;
 	provider: string;
+	message_id: string;
 	raw_body: string | null;
+	archived_at: number | null;
 	headers: string | null;
 }
 
@@ -103,7 +107,7 @@ export function planBatch(
 			continue;
 		}
 		if (d.raw_body === null) {
-			plan.failed.push({ ref: d.id, error: "raw body no longer retained (RETENTION_DAYS)" });
+			plan.failed.push({ ref: d.id, error: "raw body no longer kept in D1 (RETENTION_DAYS) or the archive" });
 			continue;
 		}
 		// A body that verified at ingress but does not parse now cannot succeed on retry: it is a
@@ -187,6 +191,13 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 				const { results } = await env.DB.prepare(LOAD_CHUNK)
 					.bind(JSON.stringify(ids), MAX_CHUNK_BODY_BYTES)
 					.all<StoredDelivery>();
+				// A replayed delivery whose body moved to the archive is read back from it; body_bytes
+				// still bounds the chunk (src/db/archive.ts).
+				await Promise.all(
+					results.map(async (r) => {
+						if (r.raw_body === null) r.raw_body = await storedBody(env.ARCHIVE, r);
+					}),
+				);
 				for (const r of results) stored.set(r.id, r);
 			}
 			// Every pointer up to the last loaded id is in this chunk (missing ones: pruned rows).

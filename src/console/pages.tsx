@@ -394,7 +394,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 
 	app.get("/deliveries/:provider/:messageId", async (c) => {
 		const nowMs = consoleClock.now();
-		const d = await readDelivery(c.env.DB, c.req.param("provider"), c.req.param("messageId"));
+		const d = await readDelivery(c.env.DB, c.req.param("provider"), c.req.param("messageId"), c.env.ARCHIVE);
 		if (!d) return render(c, "Delivery not found", <p>No delivery with that provider and message id.</p>, 404);
 		const wallet = d.resource_wallet || null;
 		const timeline: [string, number | null, string?][] = [
@@ -472,7 +472,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 	app.post("/deliveries/:provider/:messageId/replay", async (c) => {
 		const provider = c.req.param("provider");
 		const messageId = c.req.param("messageId");
-		const d = await readDelivery(c.env.DB, provider, messageId);
+		const d = await readDelivery(c.env.DB, provider, messageId, c.env.ARCHIVE);
 		if (!d) return render(c, "Delivery not found", <p>No delivery with that provider and message id.</p>, 404);
 		const back = deliveryHref(provider, messageId);
 		if (d.raw_body === null) return c.redirect(`${back}?done=not_replayable`, 303);

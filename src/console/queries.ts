@@ -2,6 +2,7 @@
  * The console's own reads, on top of the admin ones (src/admin/views.ts, metrics.ts): each is one
  * statement on an index, and each page sends them in a bounded number of D1 round trips.
  */
+import { storedBody } from "../db/archive";
 import { PROVIDER_NAMES } from "../providers/model";
 
 export const DAY_MS = 24 * 60 * 60_000;
@@ -141,19 +142,30 @@ export interface DeliveryDetail {
 	processed_at: number | null;
 	ack_ms: number | null;
 	event_at: number | null;
+	archived_at: number | null;
 }
 
-/** Named columns only: never the stored headers nor the send token. Unique index (provider, message_id). */
-export function readDelivery(db: D1Database, provider: string, messageId: string): Promise<DeliveryDetail | null> {
-	return db
+/**
+ * Named columns only: never the stored headers nor the send token. Unique index (provider, message_id).
+ * A body moved to the R2 archive is read back from it (src/db/archive.ts).
+ */
+export async function readDelivery(
+	db: D1Database,
+	provider: string,
+	messageId: string,
+	archive?: R2Bucket,
+): Promise<DeliveryDetail | null> {
+	const d = await db
 		.prepare(
 			`SELECT id, provider, message_id, event, status, raw_body, body_bytes, provider_attempt, attempt_ref, note,
          resource_type, resource_wallet, resource_id, resource_version, received_at, status_at, attempts,
-         duplicates, last_duplicate_at, last_error, processed_at, ack_ms, event_at
+         duplicates, last_duplicate_at, last_error, processed_at, ack_ms, event_at, archived_at
        FROM deliveries WHERE provider = ?1 AND message_id = ?2`,
 		)
 		.bind(provider, messageId)
 		.first<DeliveryDetail>();
+	if (d !== null && d.raw_body === null) d.raw_body = await storedBody(archive, d);
+	return d;
 }
 
 export interface DeliveryListRow {

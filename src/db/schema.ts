@@ -2,61 +2,77 @@
  * The D1 schema. This file is the source of `migrations/` (`npm run db:generate`).
  * Times are epoch milliseconds (integers) so that comparisons and indexes stay cheap.
  */
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/** The columns of a delivery row, shared by `deliveries` and its scratch copy `delivery_moves`. */
+const deliveryColumns = () => ({
+	id: integer("id").primaryKey({ autoIncrement: true }),
+	provider: text("provider").notNull(),
+	messageId: text("message_id").notNull(),
+	event: text("event").notNull(),
+	/** received -> enqueued -> processed | stale | ignored | failed */
+	status: text("status").notNull(),
+	rawBody: text("raw_body"),
+	bodyBytes: integer("body_bytes").notNull(),
+	/** The sender's own attempt counter (BlooBank deliveryAttempt), for audit. */
+	providerAttempt: integer("provider_attempt"),
+	/** The sender's attempt id where it has one (Bold attemptId), for audit. */
+	attemptRef: text("attempt_ref"),
+	/** The few non-secret headers the provider's parse() reads (JSON), so re-parsing matches ingress. */
+	headers: text("headers"),
+	/** Why a delivery was ignored (event not modelled, unsupported version). */
+	note: text("note"),
+	resourceType: text("resource_type"),
+	/** The resource's scope where ids are unique only within one (BlooBank: the wallet); "" elsewhere. */
+	resourceWallet: text("resource_wallet"),
+	resourceId: text("resource_id"),
+	resourceVersion: integer("resource_version"),
+	receivedAt: integer("received_at").notNull(),
+	/** Time of the last status change or send; the sweep measures staleness from it. */
+	statusAt: integer("status_at").notNull(),
+	/** Who may send this row to the queue now (see src/ingress/inbox.ts). */
+	sendToken: text("send_token"),
+	sendTokenAt: integer("send_token_at"),
+	/** Queue consumer attempts. */
+	attempts: integer("attempts").notNull().default(0),
+	duplicates: integer("duplicates").notNull().default(0),
+	lastDuplicateAt: integer("last_duplicate_at"),
+	lastError: text("last_error"),
+	processedAt: integer("processed_at"),
+	/** Milliseconds from request start to answer, new deliveries only (the ack-latency alert). */
+	ackMs: integer("ack_ms"),
+	/** The sender's own event time (epoch ms) where the payload has one: end-to-end lag is processed_at minus it. */
+	eventAt: integer("event_at"),
+	/** When the raw body moved to the R2 archive (raw_body is then NULL; src/sweep/archive.ts). */
+	archivedAt: integer("archived_at"),
+});
 
 /**
  * The inbox: one row per provider delivery, unique on (provider, message_id). The unique key is
- * the dedupe window (kept `DEDUPE_RETENTION_DAYS`); the raw body is the replay source (kept
- * `RETENTION_DAYS`, then set to NULL).
+ * the dedupe window (kept `DEDUPE_RETENTION_DAYS`); the raw body is the replay source: moved to
+ * the R2 archive once the delivery is settled (src/sweep/archive.ts), or without the archive kept
+ * `RETENTION_DAYS`, then set to NULL.
  */
-export const deliveries = sqliteTable(
-	"deliveries",
-	{
-		id: integer("id").primaryKey({ autoIncrement: true }),
-		provider: text("provider").notNull(),
-		messageId: text("message_id").notNull(),
-		event: text("event").notNull(),
-		/** received -> enqueued -> processed | stale | ignored | failed */
-		status: text("status").notNull(),
-		rawBody: text("raw_body"),
-		bodyBytes: integer("body_bytes").notNull(),
-		/** The sender's own attempt counter (BlooBank deliveryAttempt), for audit. */
-		providerAttempt: integer("provider_attempt"),
-		/** The sender's attempt id where it has one (Bold attemptId), for audit. */
-		attemptRef: text("attempt_ref"),
-		/** The few non-secret headers the provider's parse() reads (JSON), so re-parsing matches ingress. */
-		headers: text("headers"),
-		/** Why a delivery was ignored (event not modelled, unsupported version). */
-		note: text("note"),
-		resourceType: text("resource_type"),
-		/** The resource's scope where ids are unique only within one (BlooBank: the wallet); "" elsewhere. */
-		resourceWallet: text("resource_wallet"),
-		resourceId: text("resource_id"),
-		resourceVersion: integer("resource_version"),
-		receivedAt: integer("received_at").notNull(),
-		/** Time of the last status change or send; the sweep measures staleness from it. */
-		statusAt: integer("status_at").notNull(),
-		/** Who may send this row to the queue now (see src/ingress/inbox.ts). */
-		sendToken: text("send_token"),
-		sendTokenAt: integer("send_token_at"),
-		/** Queue consumer attempts. */
-		attempts: integer("attempts").notNull().default(0),
-		duplicates: integer("duplicates").notNull().default(0),
-		lastDuplicateAt: integer("last_duplicate_at"),
-		lastError: text("last_error"),
-		processedAt: integer("processed_at"),
-		/** Milliseconds from request start to answer, new deliveries only (the ack-latency alert). */
-		ackMs: integer("ack_ms"),
-		/** The sender's own event time (epoch ms) where the payload has one: end-to-end lag is processed_at minus it. */
-		eventAt: integer("event_at"),
-	},
-	(t) => [
-		uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
-		index("deliveries_status_status_at").on(t.status, t.statusAt),
-		index("deliveries_received_at").on(t.receivedAt),
-		index("deliveries_resource").on(t.provider, t.resourceType, t.resourceWallet, t.resourceId),
-	],
-);
+export const deliveries = sqliteTable("deliveries", deliveryColumns(), (t) => [
+	uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
+	index("deliveries_status_status_at").on(t.status, t.statusAt),
+	index("deliveries_received_at").on(t.receivedAt),
+	index("deliveries_resource").on(t.provider, t.resourceType, t.resourceWallet, t.resourceId),
+	// Only settled rows whose body is still in D1: the archive's work list, empty once it has
+	// caught up, so each sweep reads its chunk without scanning archived rows.
+	index("deliveries_to_archive")
+		.on(t.statusAt)
+		.where(sql`raw_body IS NOT NULL AND status IN ('processed', 'stale', 'ignored')`),
+]);
+
+/**
+ * Empty between statements: the archive (src/sweep/archive.ts) copies the rows it moves here,
+ * deletes them and inserts them back without their body, inside one D1 batch. SQLite frees the
+ * space of a row only when the row is deleted (a shrinking UPDATE leaves its page as full as it
+ * was), so this is how an archived body stops counting toward the database's size.
+ */
+export const deliveryMoves = sqliteTable("delivery_moves", deliveryColumns());
 
 /**
  * The local mirror of provider state. Only src/apply writes it (one writer). A resource is keyed

@@ -1,7 +1,8 @@
 /**
  * Replay: re-enqueue stored raw deliveries under their original message id, so the idempotent
  * consumer treats them exactly like the original (BlooBank's own replay keeps the messageId too).
- * A replayed `failed` delivery that now applies becomes `processed`.
+ * A replayed `failed` delivery that now applies becomes `processed`. A body moved to the R2
+ * archive is replayable too: the consumer reads it back from there.
  */
 import type { Env } from "../env";
 import { type DeliveryPointerRow, SEND_BATCH_LIMIT, sendPointers } from "./enqueue";
@@ -31,7 +32,7 @@ export async function replayDeliveries(
 			`UPDATE deliveries SET status = 'enqueued', status_at = ?1, send_token = NULL
        WHERE id IN (
          SELECT id FROM deliveries
-         WHERE raw_body IS NOT NULL AND id > ?2
+         WHERE (raw_body IS NOT NULL OR archived_at IS NOT NULL) AND id > ?2
            AND (?3 IS NULL OR provider = ?3) AND (?4 IS NULL OR message_id = ?4)
            AND (?5 IS NULL OR status = ?5) AND (?6 IS NULL OR received_at >= ?6)
          ORDER BY id LIMIT ?7)

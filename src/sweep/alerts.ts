@@ -4,6 +4,7 @@
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 
+import { D1_LIMIT_BYTES, DATABASE_ALERT_RATIO, sizeAfter } from "../db/size";
 import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
 import { type Config, configProblem, type Env } from "../env";
 import { errorMessage, log } from "../log";
@@ -28,6 +29,8 @@ export interface Signals {
 	misconfigured: Partial<Record<MisconfiguredReason, number>>;
 	/** The variable whose value does not parse (the name, never the value), or null. */
 	configProblem: string | null;
+	/** The database's size in bytes as D1 reports it (meta.size_after), or null if it reports none. */
+	databaseBytes: number | null;
 }
 
 /**
@@ -46,6 +49,7 @@ export type AlertName =
 	| "failed_effects"
 	| "reconcile_repairs"
 	| "config_error"
+	| "database_size"
 	| MisconfiguredReason;
 
 /** Pure: which alerts fire, with a short detail, given the signals. */
@@ -73,6 +77,14 @@ export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
 		firing.set(
 			"reconcile_repairs",
 			`run ${s.lastReconcileRepairs.runId} repaired ${s.lastReconcileRepairs.repaired} orders`,
+		);
+	}
+	// A full database answers every delivery 503 until the senders give up: warn well before.
+	if (s.databaseBytes !== null && s.databaseBytes >= DATABASE_ALERT_RATIO * D1_LIMIT_BYTES) {
+		const gb = (n: number) => (n / 1e9).toFixed(2);
+		firing.set(
+			"database_size",
+			`database at ${gb(s.databaseBytes)} GB of D1's ${gb(D1_LIMIT_BYTES)} GB limit (alert at ${DATABASE_ALERT_RATIO * 100}%)`,
 		);
 	}
 	for (const reason of MISCONFIGURED_REASONS) {
@@ -136,6 +148,7 @@ export async function readSignals(
 		lastReconcileRepairs: run ? { runId: String(run.id), repaired: Number(run.repaired) } : null,
 		misconfigured: Object.fromEntries((misconfigured?.results ?? []).map((r) => [String(r.reason), Number(r.n)])),
 		configProblem,
+		databaseBytes: sizeAfter(failed),
 	};
 }
 
@@ -149,9 +162,14 @@ export interface AlertTransition {
 const NEW_INCIDENT_ON_NEW_DETAIL: ReadonlySet<AlertName> = new Set(["reconcile_repairs"]);
 
 /** Evaluates the rules, alerts on every change of state, and records the new states. */
-export async function runAlerts(env: Env, config: Config, nowMs: number): Promise<AlertTransition[]> {
+export async function runAlerts(
+	env: Env,
+	config: Config,
+	nowMs: number,
+	signals?: Signals,
+): Promise<AlertTransition[]> {
 	const db = env.DB;
-	const firing = evaluate(await readSignals(db, nowMs, configProblem(env)?.variable ?? null), nowMs);
+	const firing = evaluate(signals ?? (await readSignals(db, nowMs, configProblem(env)?.variable ?? null)), nowMs);
 	const { results: state } = await db
 		.prepare("SELECT name, firing, detail FROM alert_state")
 		.all<{ name: string; firing: number; detail: string | null }>();

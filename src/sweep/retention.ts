@@ -3,6 +3,9 @@
  * replay window is 30 days); the rows themselves, which are the dedupe keys, stay until
  * DEDUPE_RETENTION_DAYS so a late replay of a pruned delivery is still recognised as a duplicate.
  * Only settled rows are pruned: a `received`/`enqueued` row keeps its body until it is applied.
+ * With the R2 archive bound, processed/stale/ignored bodies are moved there instead (archive.ts),
+ * never dropped here, so a backlog older than RETENTION_DAYS is archived rather than lost; only
+ * `failed` bodies are pruned from D1 after RETENTION_DAYS.
  * Effects and resources are never pruned: the effect rows are what make effects fire once.
  */
 import type { Config } from "../env";
@@ -20,14 +23,19 @@ export interface RetentionReport {
 	rejectionCountsDeleted: number;
 }
 
-export async function pruneExpired(db: D1Database, config: Config, nowMs: number): Promise<RetentionReport> {
+export async function pruneExpired(
+	db: D1Database,
+	config: Config,
+	nowMs: number,
+	archiving = false,
+): Promise<RetentionReport> {
 	const bodyCutoff = nowMs - config.retentionDays * DAY_MS;
 	const keyCutoff = nowMs - Math.max(config.dedupeRetentionDays, config.retentionDays) * DAY_MS;
 	const [bodies, deliveries, rejections, counts] = await db.batch([
 		db
 			.prepare(
 				`UPDATE deliveries SET raw_body = NULL, headers = NULL WHERE id IN (
-           SELECT id FROM deliveries WHERE received_at < ?1 AND raw_body IS NOT NULL AND status IN ${SETTLED} LIMIT ?2)`,
+           SELECT id FROM deliveries WHERE received_at < ?1 AND raw_body IS NOT NULL AND status IN ${archiving ? "('failed')" : SETTLED} LIMIT ?2)`,
 			)
 			.bind(bodyCutoff, RETENTION_CHUNK),
 		db

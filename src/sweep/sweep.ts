@@ -4,16 +4,18 @@
  *   never applied, once older than SWEEP_STALE_SECONDS (docs/design.md invariant 3);
  * - retry effects whose execution failed or whose executor died (docs/design.md invariant 6),
  *   until EFFECT_MAX_ATTEMPTS marks them `failed` (src/effects/executor.ts);
+ * - move settled bodies to the R2 archive when it is bound (archive.ts);
  * - prune expired bodies, dedupe keys and rejection records (retention.ts);
- * - evaluate the operational alerts (alerts.ts).
+ * - evaluate the operational alerts (alerts.ts), the database's size among them.
  */
 
 import { retryPendingEffects } from "../effects/executor";
-import type { Config, Env } from "../env";
+import { type Config, configProblem, type Env } from "../env";
 import { SEND_LEASE_MS } from "../ingress/inbox";
 import { errorMessage, log } from "../log";
 import { type DeliveryPointerRow, sendPointers } from "../queue/enqueue";
-import { type AlertTransition, runAlerts } from "./alerts";
+import { type AlertTransition, readSignals, runAlerts } from "./alerts";
+import { type ArchiveReport, archiveSettledBodies } from "./archive";
 import { pruneExpired, type RetentionReport } from "./retention";
 
 export const SWEEP_BATCH = 100;
@@ -22,8 +24,11 @@ export interface SweepReport {
 	resent: number;
 	effectsDone: number;
 	effectsFailed: number;
+	archive: ArchiveReport | null;
 	retention: RetentionReport | null;
 	alerts: AlertTransition[];
+	/** The database's size as the alerts saw it (D1's meta.size_after), logged with the report. */
+	databaseBytes: number | null;
 }
 
 export async function resendStuckDeliveries(
@@ -63,7 +68,15 @@ export async function resendStuckDeliveries(
 }
 
 export async function sweep(env: Env, config: Config, nowMs: number): Promise<SweepReport> {
-	const report: SweepReport = { resent: 0, effectsDone: 0, effectsFailed: 0, retention: null, alerts: [] };
+	const report: SweepReport = {
+		resent: 0,
+		effectsDone: 0,
+		effectsFailed: 0,
+		archive: null,
+		retention: null,
+		alerts: [],
+		databaseBytes: null,
+	};
 	// Each step is independent: one failing must not stop the others.
 	try {
 		report.resent = await resendStuckDeliveries(env, config, nowMs);
@@ -77,13 +90,22 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 	} catch (err) {
 		log("error", "sweep_effects_failed", { error: errorMessage(err) });
 	}
+	if (env.ARCHIVE) {
+		try {
+			report.archive = await archiveSettledBodies(env.DB, env.ARCHIVE, nowMs);
+		} catch (err) {
+			log("error", "sweep_archive_failed", { error: errorMessage(err) });
+		}
+	}
 	try {
-		report.retention = await pruneExpired(env.DB, config, nowMs);
+		report.retention = await pruneExpired(env.DB, config, nowMs, env.ARCHIVE !== undefined);
 	} catch (err) {
 		log("error", "sweep_retention_failed", { error: errorMessage(err) });
 	}
 	try {
-		report.alerts = await runAlerts(env, config, nowMs);
+		const signals = await readSignals(env.DB, nowMs, configProblem(env)?.variable ?? null);
+		report.databaseBytes = signals.databaseBytes;
+		report.alerts = await runAlerts(env, config, nowMs, signals);
 	} catch (err) {
 		log("error", "sweep_alerts_failed", { error: errorMessage(err) });
 	}

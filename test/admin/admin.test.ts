@@ -248,5 +248,9 @@ describe("metrics", () => {
 		expect(m.settled).toEqual({ BRL: { count: 12, amount: 345600 }, USD: { count: 1, amount: 5 } });
 		expect(m.effects).toEqual({ pending: 0, failed: 0, done: 0 });
 		expect(m).toHaveProperty("lastReconcile");
+		// D1's own size figure (meta.size_after), against D1's limit per database on Workers Paid.
+		const size = (await env.DB.prepare("SELECT 1").run()).meta.size_after;
+		expect(m.database).toEqual({ bytes: size, limitBytes: 10_000_000_000 });
+		expect(size).toBeGreaterThan(0);
 	});
 });

@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { CountingD1, RecordingQueue } from "../../fixtures/bindings";
+import { CountingD1, FaultyR2, RecordingQueue } from "../../fixtures/bindings";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
 import type { QueueMessage, ReconcileJob } from "../../src/queue/messages";
@@ -10,6 +10,7 @@ export interface Harness {
 	db: CountingD1;
 	events: RecordingQueue<QueueMessage>;
 	reconcile: RecordingQueue<ReconcileJob>;
+	archive: FaultyR2;
 }
 
 /** A fresh env per test: the real bindings behind counting/fault-injecting wrappers. */
@@ -17,11 +18,16 @@ export function harness(vars: Partial<Env> = {}): Harness {
 	const db = new CountingD1(env.DB);
 	const events = new RecordingQueue<QueueMessage>(env.EVENTS);
 	const reconcile = new RecordingQueue<ReconcileJob>(env.RECONCILE);
+	if (!env.ARCHIVE) throw new Error("wrangler.toml declares no ARCHIVE bucket");
+	const archive = new FaultyR2(env.ARCHIVE);
+	// ARCHIVE: undefined in `vars` runs the test without the binding.
+	const ARCHIVE = "ARCHIVE" in vars ? vars.ARCHIVE : archive.asR2();
 	return {
-		env: { ...env, ...vars, DB: db.asD1(), EVENTS: events.asQueue(), RECONCILE: reconcile.asQueue() },
+		env: { ...env, ...vars, ARCHIVE, DB: db.asD1(), EVENTS: events.asQueue(), RECONCILE: reconcile.asQueue() },
 		db,
 		events,
 		reconcile,
+		archive,
 	};
 }
 

@@ -2,10 +2,12 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { SWEEP_CRON } from "../../src/cron";
+import { D1_LIMIT_BYTES } from "../../src/db/size";
 import { getConfig } from "../../src/env";
 import worker from "../../src/index";
-import { evaluate, runAlerts, type Signals } from "../../src/sweep/alerts";
+import { evaluate, readSignals, runAlerts, type Signals } from "../../src/sweep/alerts";
 import { pruneExpired, REJECTION_COUNT_RETENTION_MS, RETENTION_CHUNK } from "../../src/sweep/retention";
+import { sweep } from "../../src/sweep/sweep";
 import { consume, ingest } from "../support/apply";
 import { orderEvent, signedRequest } from "../support/bloobank";
 import { call, harness, resetDb, rows } from "../support/worker";
@@ -79,6 +81,7 @@ describe("alerts", () => {
 		lastReconcileRepairs: null,
 		misconfigured: {},
 		configProblem: null,
+		databaseBytes: 1_000_000,
 	};
 	const now = Date.parse("2026-11-30T12:00:30Z");
 
@@ -105,6 +108,9 @@ describe("alerts", () => {
 			{ misconfigured: { source_not_allowed: 1 } },
 			"source_not_allowed",
 		],
+		["the database at 79.9% of D1's limit", { databaseBytes: 0.799 * D1_LIMIT_BYTES }, null],
+		["the database at 80% of D1's limit", { databaseBytes: 0.8 * D1_LIMIT_BYTES }, "database_size"],
+		["the database size unknown", { databaseBytes: null }, null],
 	])("%s", (_name, signals, fires) => {
 		const firing = evaluate({ ...quiet, ...signals }, now);
 		expect([...firing.keys()]).toEqual(fires === null ? [] : [fires]);
@@ -135,6 +141,17 @@ describe("alerts", () => {
 		} finally {
 			spy.mockRestore();
 		}
+	});
+
+	it("the sweep reads the database size from D1's own figure (meta.size_after), as the metrics report it", async () => {
+		const h = harness({ ADMIN_TOKEN: "scale-admin-token-0123456789abcdef0123456789" });
+		await ingest(h, "size-1", { id: "o-size", ordVersion: 1, status: "PENDING" });
+		const signals = await readSignals(h.env.DB, Date.now());
+		const probe = await env.DB.prepare("SELECT 1").run();
+		expect(signals.databaseBytes).toBe(probe.meta.size_after);
+		expect(signals.databaseBytes).toBeGreaterThan(0);
+		const report = await sweep(h.env, getConfig(h.env), Date.now());
+		expect(report.databaseBytes).toBe(probe.meta.size_after);
 	});
 
 	it("signature failures sustained for 5 minutes fire from real rejections", async () => {

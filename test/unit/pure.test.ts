@@ -35,20 +35,42 @@ describe("batch planning", () => {
 			data: { id, wallet: "w1", ordVersion: v, status },
 		});
 	const stored = new Map([
-		[1, { id: 1, provider: "bloobank", raw_body: body("a", 1, "PENDING"), headers: null }],
-		[2, { id: 2, provider: "bloobank", raw_body: "{not json", headers: null }],
+		[
+			1,
+			{
+				id: 1,
+				provider: "bloobank",
+				message_id: "m1",
+				archived_at: null,
+				raw_body: body("a", 1, "PENDING"),
+				headers: null,
+			},
+		],
+		[2, { id: 2, provider: "bloobank", message_id: "m2", archived_at: null, raw_body: "{not json", headers: null }],
 		[
 			3,
 			{
 				id: 3,
 				provider: "bloobank",
+				message_id: "m3",
+				archived_at: null,
 				raw_body: JSON.stringify({ event: "balance.updated", messageId: "b" }),
 				headers: null,
 			},
 		],
-		[4, { id: 4, provider: "bloobank", raw_body: null, headers: null }],
-		[5, { id: 5, provider: "gone", raw_body: "{}", headers: null }],
-		[6, { id: 6, provider: "bloobank", raw_body: body("a", 2, "SUCCESS"), headers: null }],
+		[4, { id: 4, provider: "bloobank", message_id: "m4", archived_at: null, raw_body: null, headers: null }],
+		[5, { id: 5, provider: "gone", message_id: "m5", archived_at: null, raw_body: "{}", headers: null }],
+		[
+			6,
+			{
+				id: 6,
+				provider: "bloobank",
+				message_id: "m6",
+				archived_at: null,
+				raw_body: body("a", 2, "SUCCESS"),
+				headers: null,
+			},
+		],
 	]);
 	const pointer = (deliveryId: number): QueueMessage => ({
 		kind: "delivery",
@@ -66,7 +88,7 @@ describe("batch planning", () => {
 		expect(plan.ignored).toEqual([3]);
 		expect(plan.failed.map((f) => [f.ref, f.error])).toEqual([
 			[2, "unparseable: invalid_json"],
-			[4, "raw body no longer retained (RETENTION_DAYS)"],
+			[4, "raw body no longer kept in D1 (RETENTION_DAYS) or the archive"],
 			[5, "unknown provider gone"],
 		]);
 		expect(plan.effects.map((e) => [e.kind, e.wallet, e.version, e.status])).toEqual([["settled", "w1", 2, "SUCCESS"]]);
