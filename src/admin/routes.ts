@@ -5,6 +5,7 @@ import { startHandRetry } from "../effects/executor";
 import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
+import { refreshOrder } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { adminAuth } from "./auth";
 import { readMetrics } from "./metrics";
@@ -83,6 +84,33 @@ export function adminRoutes(): Hono<AppEnv> {
 				return c.json({ error: "ambiguous", wallets: r.wallets }, 409);
 			case "none":
 				return c.json(bad("not found"), 404);
+		}
+	});
+
+	// "Check with BlooBank": the order as the provider holds it now, through the one writer.
+	app.post("/resources/bloobank/payment_order/:id/refresh", async (c) => {
+		const id = c.req.param("id");
+		let wallet = c.req.query("wallet") || null;
+		if (wallet === null) {
+			const local = await getResource(c.env.DB, "bloobank", "payment_order", id, null);
+			if (local.found === "ambiguous") return c.json({ error: "ambiguous", wallets: local.wallets }, 409);
+			if (local.found === "none") return c.json(bad("unknown order: name its wallet with ?wallet="), 404);
+			wallet = local.resource.wallet;
+			if (wallet === null) return c.json(bad("the stored order has no wallet: name it with ?wallet="), 400);
+		}
+		const r = await refreshOrder(c.env, wallet, id);
+		if (r.ok) {
+			const { version, status } = r.snapshot;
+			return c.json({ queued: true, wallet, id, version, status }, 202);
+		}
+		switch (r.reason) {
+			case "not_found":
+				return c.json({ error: "not_found", message: r.message }, 404);
+			case "not_configured":
+				return c.json({ error: "not_configured", message: r.message }, 409);
+			case "unavailable":
+			case "not_an_order":
+				return c.json({ error: r.reason, message: r.message }, 503, { "Retry-After": "10" });
 		}
 	});
 

@@ -180,6 +180,14 @@ export class BlooBankClient {
 		};
 	}
 
+	/** `GET /wallets/{wallet}/paymentOrders/{id}`: one order as the provider holds it now. */
+	async getPaymentOrder(wallet: string, id: string): Promise<ApiResult<unknown>> {
+		const url = new URL(
+			`${this.config.baseUrl}/wallets/${encodeURIComponent(wallet)}/paymentOrders/${encodeURIComponent(id)}`,
+		);
+		return this.request(url);
+	}
+
 	private async signedHeaders(method: string, url: URL, body: Uint8Array): Promise<Headers> {
 		const requestId = crypto.randomUUID();
 		const timestamp = String(this.deps.now());
