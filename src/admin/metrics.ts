@@ -1,4 +1,5 @@
 /** GET /admin/metrics: one D1 batch of aggregate reads. */
+import { listSettledTotals } from "../db/settled-totals";
 import { D1_LIMIT_BYTES, sizeAfter } from "../db/size";
 
 export const REJECTION_WINDOW_MS = 24 * 60 * 60_000;
@@ -11,7 +12,7 @@ export async function readMetrics(db: D1Database, nowMs: number, lastReconcile: 
 			.bind(Math.floor((nowMs - REJECTION_WINDOW_MS) / 60_000)),
 		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
 		db.prepare("SELECT status AS s, count(*) AS n FROM effects GROUP BY status"),
-		db.prepare("SELECT currency, count, amount FROM settled_totals ORDER BY currency"),
+		listSettledTotals(db),
 	]);
 
 	const deliveries: Record<string, number> = {};

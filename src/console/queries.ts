@@ -2,6 +2,7 @@
  * The console's own reads, on top of the admin ones (src/admin/views.ts, metrics.ts): each is one
  * statement on an index, and each page sends them in a bounded number of D1 round trips.
  */
+import { type AlertStateRow, listAlertStates } from "../db/alerts";
 import { storedBody } from "../db/archive";
 import { PROVIDER_NAMES } from "../providers/model";
 
@@ -24,12 +25,7 @@ export interface HourReason {
 	reason: string;
 	n: number;
 }
-export interface AlertRow {
-	name: string;
-	firing: number;
-	since: number;
-	detail: string | null;
-}
+export type AlertRow = AlertStateRow;
 
 /**
  * A histogram of `value` per hour of received_at, to two significant digits (bucket = the first
@@ -99,7 +95,7 @@ export async function readOverviewCharts(db: D1Database, nowMs: number): Promise
          GROUP BY hour, reason ORDER BY hour`,
 			)
 			.bind(Math.floor(since / 60_000)),
-		db.prepare("SELECT name, firing, since, detail FROM alert_state ORDER BY firing DESC, since DESC LIMIT 100"),
+		listAlertStates(db),
 	]);
 	return {
 		perMinute: (perMinute?.results ?? []).map((r) => ({
@@ -256,9 +252,7 @@ export async function runWindows(db: D1Database, runIds: string[]): Promise<Wind
 }
 
 export async function readAlerts(db: D1Database): Promise<AlertRow[]> {
-	const { results } = await db
-		.prepare("SELECT name, firing, since, detail FROM alert_state ORDER BY firing DESC, since DESC LIMIT 100")
-		.all<AlertRow>();
+	const { results } = await listAlertStates(db).all<AlertRow>();
 	return results;
 }
 

@@ -44,7 +44,12 @@ export async function refreshOrder(
 ): Promise<FetchResult> {
 	const fetched = await fetchOrder(env, wallet, id, deps);
 	if (fetched.ok) {
-		const message: SnapshotMessage = { kind: "snapshot", provider: "bloobank", resource: fetched.snapshot, runId: null };
+		const message: SnapshotMessage = {
+			kind: "snapshot",
+			provider: "bloobank",
+			resource: fetched.snapshot,
+			runId: null,
+		};
 		await env.EVENTS.send(message);
 	}
 	return fetched;

@@ -4,6 +4,7 @@
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 
+import { readAlertStates, setAlertState } from "../db/alerts";
 import { D1_LIMIT_BYTES, DATABASE_ALERT_RATIO, sizeAfter } from "../db/size";
 import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
 import { type Config, configProblem, type Env } from "../env";
@@ -170,9 +171,7 @@ export async function runAlerts(
 ): Promise<AlertTransition[]> {
 	const db = env.DB;
 	const firing = evaluate(signals ?? (await readSignals(db, nowMs, configProblem(env)?.variable ?? null)), nowMs);
-	const { results: state } = await db
-		.prepare("SELECT name, firing, detail FROM alert_state")
-		.all<{ name: string; firing: number; detail: string | null }>();
+	const state = await readAlertStates(db);
 	const was = new Map(state.filter((s) => s.firing === 1).map((s) => [s.name, s.detail ?? ""]));
 	const transitions: AlertTransition[] = [];
 	for (const [name, detail] of firing) {
@@ -204,15 +203,6 @@ export async function runAlerts(
 			return [];
 		}
 	}
-	await db.batch(
-		transitions.map((t) =>
-			db
-				.prepare(
-					`INSERT INTO alert_state (name, firing, since, detail) VALUES (?1, ?2, ?3, ?4)
-           ON CONFLICT (name) DO UPDATE SET firing = excluded.firing, since = excluded.since, detail = excluded.detail`,
-				)
-				.bind(t.name, t.state === "firing" ? 1 : 0, nowMs, t.detail),
-		),
-	);
+	await db.batch(transitions.map((t) => setAlertState(db, t.name, t.state === "firing" ? 1 : 0, nowMs, t.detail)));
 	return transitions;
 }
