@@ -1,6 +1,7 @@
 /** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
 
 import { storedBody } from "../db/archive";
+import { rejectionPage } from "../db/rejections";
 import { iso } from "../time";
 import { type Page, page } from "./pagination";
 
@@ -89,25 +90,9 @@ export async function getDelivery(db: D1Database, archive: R2Bucket | undefined,
 	};
 }
 
-interface RejectionRow {
-	seq: number;
-	provider: string;
-	reason: string;
-	status: number;
-	size: number;
-	ip: string | null;
-	at: number;
-}
-
 export async function listRejections(db: D1Database, below: number, limit: number): Promise<Page<unknown>> {
-	const { results } = await db
-		.prepare(
-			"SELECT seq, provider, reason, status, size, ip, at FROM rejections WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
-		)
-		.bind(below, limit + 1)
-		.all<RejectionRow>();
 	return page(
-		results,
+		await rejectionPage(db, below, limit + 1),
 		limit,
 		(r) => r.seq,
 		({ seq: _seq, at, ...rest }) => ({ ...rest, at: iso(at) }),

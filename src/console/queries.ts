@@ -4,6 +4,7 @@
  */
 import { type AlertStateRow, listAlertStates } from "../db/alerts";
 import { storedBody } from "../db/archive";
+import { latestRejections, type RejectionRow, rejectionsPerHourSince } from "../db/rejections";
 import { PROVIDER_NAMES } from "../providers/model";
 
 export const DAY_MS = 24 * 60 * 60_000;
@@ -89,12 +90,7 @@ export async function readOverviewCharts(db: D1Database, nowMs: number): Promise
 			.prepare(histogramPerHour("processed_at - event_at", "processed_at IS NOT NULL AND event_at IS NOT NULL"))
 			.bind(since),
 		// Range on the primary key's leading column (minute).
-		db
-			.prepare(
-				`SELECT minute / 60 AS hour, reason, sum(count) AS n FROM rejection_counts WHERE minute >= ?1
-         GROUP BY hour, reason ORDER BY hour`,
-			)
-			.bind(Math.floor(since / 60_000)),
+		rejectionsPerHourSince(db, Math.floor(since / 60_000)),
 		listAlertStates(db),
 	]);
 	return {
@@ -259,23 +255,11 @@ export async function readAlerts(db: D1Database): Promise<AlertRow[]> {
 /** Rejections per hour and reason over 24 h (primary key range) with the latest samples, one batch. */
 export async function readRejections(db: D1Database, nowMs: number) {
 	const [perHour, latest] = await db.batch<Record<string, number | string | null>>([
-		db
-			.prepare(
-				`SELECT minute / 60 AS hour, reason, sum(count) AS n FROM rejection_counts WHERE minute >= ?1
-         GROUP BY hour, reason ORDER BY hour`,
-			)
-			.bind(Math.floor((nowMs - DAY_MS) / 60_000)),
-		db.prepare("SELECT provider, reason, status, size, ip, at FROM rejections ORDER BY seq DESC LIMIT 50"),
+		rejectionsPerHourSince(db, Math.floor((nowMs - DAY_MS) / 60_000)),
+		latestRejections(db),
 	]);
 	return {
 		perHour: (perHour?.results ?? []).map((r) => ({ hour: Number(r.hour), reason: String(r.reason), n: Number(r.n) })),
-		latest: (latest?.results ?? []) as unknown as {
-			provider: string;
-			reason: string;
-			status: number;
-			size: number;
-			ip: string | null;
-			at: number;
-		}[],
+		latest: (latest?.results ?? []) as unknown as Omit<RejectionRow, "id" | "seq">[],
 	};
 }

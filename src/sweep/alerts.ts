@@ -5,6 +5,7 @@
  */
 
 import { readAlertStates, setAlertState } from "../db/alerts";
+import { rejectionsOfReasonsSince, rejectionsPerMinute } from "../db/rejections";
 import { D1_LIMIT_BYTES, DATABASE_ALERT_RATIO, sizeAfter } from "../db/size";
 import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
 import { type Config, configProblem, type Env } from "../env";
@@ -108,12 +109,7 @@ export async function readSignals(
 	const [perMinute, p99, oldest, failed, failedEffects, reconcile, misconfigured] = await db.batch<
 		Record<string, number | string | null>
 	>([
-		db
-			.prepare(
-				`SELECT minute, sum(count) AS n FROM rejection_counts
-         WHERE minute >= ?1 AND minute < ?2 AND reason IN (SELECT value FROM json_each(?3)) GROUP BY minute`,
-			)
-			.bind(thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
+		rejectionsPerMinute(db, thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
 		db
 			.prepare(
 				`SELECT ack_ms FROM (
@@ -128,12 +124,7 @@ export async function readSignals(
 		db.prepare(
 			"SELECT id, repaired FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
 		),
-		db
-			.prepare(
-				`SELECT reason, sum(count) AS n FROM rejection_counts
-         WHERE minute >= ?1 AND reason IN (SELECT value FROM json_each(?2)) GROUP BY reason`,
-			)
-			.bind(thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
+		rejectionsOfReasonsSince(db, thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
 	]);
 	const counts = new Map((perMinute?.results ?? []).map((r) => [Number(r.minute), Number(r.n)]));
 	const run = reconcile?.results[0];

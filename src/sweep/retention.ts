@@ -8,6 +8,7 @@
  * `failed` bodies are pruned from D1 after RETENTION_DAYS.
  * Effects and resources are never pruned: the effect rows are what make effects fire once.
  */
+import { pruneRejectionCounts, pruneRejections } from "../db/rejections";
 import type { Config } from "../env";
 
 export const RETENTION_CHUNK = 500;
@@ -44,16 +45,10 @@ export async function pruneExpired(
            SELECT id FROM deliveries WHERE received_at < ?1 AND status IN ${SETTLED} LIMIT ?2)`,
 			)
 			.bind(keyCutoff, RETENTION_CHUNK),
-		db
-			.prepare("DELETE FROM rejections WHERE id IN (SELECT id FROM rejections WHERE at < ?1 LIMIT ?2)")
-			.bind(bodyCutoff, RETENTION_CHUNK),
+		pruneRejections(db, bodyCutoff, RETENTION_CHUNK),
 		// Counter rows could once be created per request (one per random provider name); a backlog
 		// of them is worked off chunk by chunk like everything else (docs/design.md invariant 8).
-		db
-			.prepare(
-				"DELETE FROM rejection_counts WHERE rowid IN (SELECT rowid FROM rejection_counts WHERE minute < ?1 LIMIT ?2)",
-			)
-			.bind(Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000), RETENTION_CHUNK),
+		pruneRejectionCounts(db, Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000), RETENTION_CHUNK),
 	]);
 	return {
 		bodiesPruned: bodies?.meta.changes ?? 0,
