@@ -1,4 +1,5 @@
 /** GET /admin/metrics: one D1 batch of aggregate reads. */
+import { countEffectsByStatus } from "../db/effects";
 import { rejectionsByReasonSince } from "../db/rejections";
 import { listSettledTotals } from "../db/settled-totals";
 import { D1_LIMIT_BYTES, sizeAfter } from "../db/size";
@@ -10,7 +11,7 @@ export async function readMetrics(db: D1Database, nowMs: number, lastReconcile: 
 		db.prepare("SELECT status, count(*) AS n, sum(duplicates) AS d FROM deliveries GROUP BY status"),
 		rejectionsByReasonSince(db, Math.floor((nowMs - REJECTION_WINDOW_MS) / 60_000)),
 		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
-		db.prepare("SELECT status AS s, count(*) AS n FROM effects GROUP BY status"),
+		countEffectsByStatus(db),
 		listSettledTotals(db),
 	]);
 

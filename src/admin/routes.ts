@@ -1,6 +1,7 @@
 /** The admin API (docs/design.md): JSON only, every list `{ items, nextCursor }`. */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
+import { isEffectStatus } from "../db/effects";
 import { startHandRetry } from "../effects/executor";
 import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
@@ -13,7 +14,6 @@ import { parseCursor, parseLimit } from "./pagination";
 import { getDelivery, getResource, listDeliveries, listEffects, listRejections } from "./views";
 
 const DELIVERY_STATUSES = ["received", "enqueued", "processed", "stale", "ignored", "failed"];
-const EFFECT_STATUSES = ["pending", "done", "failed"];
 
 const bad = (message: string) => ({ error: message });
 
@@ -116,7 +116,7 @@ export function adminRoutes(): Hono<AppEnv> {
 
 	app.get("/effects", async (c) => {
 		const status = c.req.query("status") || undefined;
-		if (status && !EFFECT_STATUSES.includes(status)) return c.json(bad("unknown status"), 400);
+		if (status !== undefined && !isEffectStatus(status)) return c.json(bad("unknown status"), 400);
 		const cursor = parseCursor(c.req.query("cursor"));
 		if (cursor === null) return c.json(bad("invalid cursor"), 400);
 		return c.json(await listEffects(c.env.DB, status, cursor, parseLimit(c.req.query("limit"))));

@@ -1,6 +1,7 @@
 /** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
 
 import { storedBody } from "../db/archive";
+import { type EffectStatus, effectPage } from "../db/effects";
 import { rejectionPage } from "../db/rejections";
 import { iso } from "../time";
 import { type Page, page } from "./pagination";
@@ -152,37 +153,15 @@ export async function getResource(
 	return { found: "one", resource: resourceItem(first) };
 }
 
-interface EffectRow {
-	id: number;
-	provider: string;
-	resource_type: string;
-	resource_id: string;
-	kind: string;
-	status: string;
-	attempts: number;
-	last_error: string | null;
-	created_at: number;
-	done_at: number | null;
-}
-
 /** Effect status filter: `pending` (including ones retrying after a failed attempt), `done`, or `failed` (given up after EFFECT_MAX_ATTEMPTS). */
 export async function listEffects(
 	db: D1Database,
-	status: string | undefined,
+	status: EffectStatus | undefined,
 	below: number,
 	limit: number,
 ): Promise<Page<unknown>> {
-	const { results } = await db
-		.prepare(
-			`SELECT id, provider, resource_type, resource_id, kind, status, attempts, last_error, created_at, done_at
-       FROM effects
-       WHERE id < ?1 AND (?2 IS NULL OR status = ?2)
-       ORDER BY id DESC LIMIT ?3`,
-		)
-		.bind(below, status ?? null, limit + 1)
-		.all<EffectRow>();
 	return page(
-		results,
+		await effectPage(db, status ?? null, below, limit + 1),
 		limit,
 		(r) => r.id,
 		(r) => ({

@@ -11,6 +11,7 @@
  */
 
 import { storedBody } from "../db/archive";
+import { claimEffectsOf, insertEffects } from "../db/effects";
 import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effects/executor";
 import { type Config, ConfigError, type Env, getConfig } from "../env";
 import { errorMessage, log } from "../log";
@@ -21,9 +22,7 @@ import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
 import { backoff } from "../time";
 import {
 	type ApplyRow,
-	CLAIM_EFFECTS,
 	type EffectRow,
-	INSERT_EFFECTS,
 	jsonChunks,
 	MARK_APPLIED,
 	MARK_FAILED,
@@ -126,12 +125,16 @@ export function planBatch(
 
 function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1PreparedStatement[] {
 	const s: D1PreparedStatement[] = [];
-	const each = (sql: string, rows: readonly unknown[], ...extra: unknown[]) => {
-		for (const chunk of jsonChunks(rows)) s.push(db.prepare(sql).bind(chunk, nowMs, ...extra));
+	const each = (
+		build: (db: D1Database, rowsJson: string, nowMs: number) => D1PreparedStatement,
+		rows: readonly unknown[],
+	) => {
+		for (const chunk of jsonChunks(rows)) s.push(build(db, chunk, nowMs));
 	};
-	each(UPSERT_RESOURCES, plan.rows);
+	const sql = (text: string) => (d: D1Database, chunk: string, now: number) => d.prepare(text).bind(chunk, now);
+	each(sql(UPSERT_RESOURCES), plan.rows);
 	each(
-		MARK_APPLIED,
+		sql(MARK_APPLIED),
 		plan.rows
 			.filter((r) => r.ref !== null)
 			.map(({ ref, provider, type, wallet, id, version, status, data }) => ({
@@ -145,12 +148,12 @@ function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1Prepa
 				data,
 			})),
 	);
-	each(INSERT_EFFECTS, plan.effects);
-	each(MARK_IGNORED, plan.ignored);
-	each(MARK_FAILED, plan.failed);
+	each(insertEffects, plan.effects);
+	each(sql(MARK_IGNORED), plan.ignored);
+	each(sql(MARK_FAILED), plan.failed);
 	const keys = plan.rows.map(({ provider, type, wallet, id }) => ({ provider, type, wallet, id }));
 	for (const chunk of jsonChunks(keys)) {
-		s.push(db.prepare(CLAIM_EFFECTS).bind(chunk, nowMs + EFFECT_CLAIM_MS, nowMs));
+		s.push(claimEffectsOf(db, chunk, nowMs + EFFECT_CLAIM_MS, nowMs));
 	}
 	return s;
 }

@@ -1,4 +1,3 @@
-import { CLAIMED_EFFECT_COLUMNS } from "../effects/executor";
 import type { ProviderName } from "../providers/model";
 import type { ResourceSnapshot } from "../providers/types";
 
@@ -82,30 +81,6 @@ FROM (SELECT value->>'ref' AS ref, value->>'provider' AS provider, value->>'type
       FROM json_each(?1)) AS j
 JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
 WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`;
-
-/**
- * Invariant 6: effect rows only for snapshots the state now holds, unique per (resource, kind),
- * in the same transaction as the state change.
- */
-export const INSERT_EFFECTS = `
-INSERT INTO effects (provider, resource_type, resource_wallet, resource_id, kind, status, payload, created_at)
-SELECT j.provider, j.type, j.wallet, j.rid, j.kind, 'pending', j.payload, ?2
-FROM (SELECT value->>'provider' AS provider, value->>'type' AS type, coalesce(value->>'wallet', '') AS wallet,
-             value->>'id' AS rid, value->>'version' AS version, value->>'status' AS status,
-             value->>'kind' AS kind, value->'payload' AS payload
-      FROM json_each(?1)) AS j
-JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
-  AND r.version = j.version AND r.status = j.status
-WHERE true
-ON CONFLICT (provider, resource_type, resource_wallet, resource_id, kind) DO NOTHING`;
-
-/** Claims the pending effects of the touched resources for execution right after commit. */
-export const CLAIM_EFFECTS = `
-UPDATE effects SET claimed_until = ?2
-WHERE status = 'pending' AND claimed_until <= ?3
-  AND (provider, resource_type, resource_wallet, resource_id) IN
-      (SELECT value->>'provider', value->>'type', coalesce(value->>'wallet', ''), value->>'id' FROM json_each(?1))
-RETURNING ${CLAIMED_EFFECT_COLUMNS}`;
 
 export const MARK_IGNORED = `
 UPDATE deliveries SET status = 'ignored', status_at = ?2, processed_at = ?2, attempts = attempts + 1,

@@ -5,6 +5,7 @@
  */
 
 import { readAlertStates, setAlertState } from "../db/alerts";
+import { countFailedEffects } from "../db/effects";
 import { rejectionsOfReasonsSince, rejectionsPerMinute } from "../db/rejections";
 import { D1_LIMIT_BYTES, DATABASE_ALERT_RATIO, sizeAfter } from "../db/size";
 import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
@@ -120,7 +121,7 @@ export async function readSignals(
 			.bind(nowMs - ACK_WINDOW_MS),
 		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
 		db.prepare("SELECT count(*) AS n FROM deliveries WHERE status = 'failed'"),
-		db.prepare("SELECT count(*) AS n FROM effects WHERE status = 'failed'"),
+		countFailedEffects(db),
 		db.prepare(
 			"SELECT id, repaired FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
 		),
