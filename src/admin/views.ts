@@ -3,6 +3,7 @@
 import { storedBody } from "../db/archive";
 import { type EffectStatus, effectPage } from "../db/effects";
 import { rejectionPage } from "../db/rejections";
+import { findResources, type ResourceItemRow } from "../db/resources";
 import { iso } from "../time";
 import { type Page, page } from "./pagination";
 
@@ -100,24 +101,12 @@ export async function listRejections(db: D1Database, below: number, limit: numbe
 	);
 }
 
-interface ResourceRow {
-	provider: string;
-	type: string;
-	wallet: string;
-	id: string;
-	status: string;
-	version: number;
-	data: string;
-	updated_at: number;
-	source: string;
-}
-
 export type ResourceLookup =
 	| { found: "one"; resource: ReturnType<typeof resourceItem> }
 	| { found: "ambiguous"; wallets: string[] }
 	| { found: "none" };
 
-function resourceItem(r: ResourceRow) {
+function resourceItem(r: ResourceItemRow) {
 	return {
 		provider: r.provider,
 		type: r.type,
@@ -140,13 +129,7 @@ export async function getResource(
 	id: string,
 	wallet: string | null,
 ): Promise<ResourceLookup> {
-	const { results } = await db
-		.prepare(
-			`SELECT provider, type, wallet, id, status, version, data, updated_at, source FROM resources
-       WHERE provider = ?1 AND type = ?2 AND id = ?3 AND (?4 IS NULL OR wallet = ?4) ORDER BY wallet LIMIT 21`,
-		)
-		.bind(provider, type, id, wallet)
-		.all<ResourceRow>();
+	const results = await findResources(db, provider, type, id, wallet);
 	const [first] = results;
 	if (!first) return { found: "none" };
 	if (results.length > 1) return { found: "ambiguous", wallets: results.map((r) => r.wallet) };

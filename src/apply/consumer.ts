@@ -12,6 +12,7 @@
 
 import { storedBody } from "../db/archive";
 import { claimEffectsOf, insertEffects } from "../db/effects";
+import { upsertResources } from "../db/resources";
 import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effects/executor";
 import { type Config, ConfigError, type Env, getConfig } from "../env";
 import { errorMessage, log } from "../log";
@@ -28,7 +29,6 @@ import {
 	MARK_FAILED,
 	MARK_IGNORED,
 	sortedKeys,
-	UPSERT_RESOURCES,
 } from "./statements";
 
 /**
@@ -132,7 +132,7 @@ function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1Prepa
 		for (const chunk of jsonChunks(rows)) s.push(build(db, chunk, nowMs));
 	};
 	const sql = (text: string) => (d: D1Database, chunk: string, now: number) => d.prepare(text).bind(chunk, now);
-	each(sql(UPSERT_RESOURCES), plan.rows);
+	each(upsertResources, plan.rows);
 	each(
 		sql(MARK_APPLIED),
 		plan.rows

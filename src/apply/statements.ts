@@ -1,3 +1,4 @@
+import type { ResourceSource } from "../db/resources";
 import type { ProviderName } from "../providers/model";
 import type { ResourceSnapshot } from "../providers/types";
 
@@ -11,7 +12,7 @@ import type { ResourceSnapshot } from "../providers/types";
 export interface ApplyRow extends ResourceSnapshot {
 	ref: number | null;
 	provider: ProviderName;
-	source: "webhook" | "reconcile";
+	source: ResourceSource;
 	/** The provider's rank of `status`: decides a tie of equal versions. */
 	rank: number;
 }
@@ -38,24 +39,6 @@ export function sortedKeys(value: unknown): unknown {
 	for (const key of Object.keys(value).sort()) out[key] = sortedKeys((value as Record<string, unknown>)[key]);
 	return out;
 }
-
-/**
- * Invariant 5, in SQL: the stored row changes only when the incoming version is greater, or
- * equal with a higher status rank (a final status beats a non-final one: docs/design.md,
- * statuses). A resource is keyed by (provider, type, wallet, id); wallet "" where the sender has
- * no scope. Rows for the same resource are applied in array order, each against the result of
- * the last, so a batch ends at its highest version whatever the order of its messages.
- */
-export const UPSERT_RESOURCES = `
-INSERT INTO resources (provider, type, wallet, id, version, status, status_rank, data, updated_at, source)
-SELECT value->>'provider', value->>'type', coalesce(value->>'wallet', ''), value->>'id', value->>'version',
-       value->>'status', value->>'rank', value->'data', ?2, value->>'source'
-FROM json_each(?1) WHERE true
-ON CONFLICT (provider, type, wallet, id) DO UPDATE SET
-  version = excluded.version, status = excluded.status, status_rank = excluded.status_rank, data = excluded.data,
-  updated_at = excluded.updated_at, source = excluded.source
-WHERE excluded.version > resources.version
-   OR (excluded.version = resources.version AND excluded.status_rank > resources.status_rank)`;
 
 /**
  * A second pointer to a delivery already decided (a sweep re-send of a slow `enqueued` row, a

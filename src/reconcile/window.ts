@@ -8,6 +8,7 @@
  * The window is not done until its snapshots are applied: each snapshot names its window, and one
  * that dead-letters fails the window and the run (src/reconcile/dead-letters.ts).
  */
+import { orderVersions } from "../db/resources";
 import { type Env, parseReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { blooBankOrderSnapshot } from "../providers/bloobank";
@@ -99,14 +100,7 @@ async function sendSnapshots(
  */
 async function drifted(db: D1Database, wallet: string, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
 	if (items.length === 0) return [];
-	const { results } = await db
-		.prepare(
-			`SELECT id, version FROM resources
-       WHERE provider = 'bloobank' AND type = 'payment_order' AND wallet = ?2
-         AND id IN (SELECT value FROM json_each(?1))`,
-		)
-		.bind(JSON.stringify(items.map((i) => i.id)), wallet)
-		.all<{ id: string; version: number }>();
+	const results = await orderVersions(db, wallet, JSON.stringify(items.map((i) => i.id)));
 	const local = new Map(results.map((r) => [r.id, r.version]));
 	return items.filter((i) => {
 		const v = local.get(i.id);
