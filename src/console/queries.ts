@@ -4,6 +4,7 @@
  */
 import { type AlertStateRow, listAlertStates } from "../db/alerts";
 import { storedBody } from "../db/archive";
+import { type WindowListRow, windowsOfRuns } from "../db/reconcile";
 import { latestRejections, type RejectionRow, rejectionsPerHourSince } from "../db/rejections";
 import { PROVIDER_NAMES } from "../providers/model";
 
@@ -221,30 +222,12 @@ export async function resourceDeliveries(
 	return results;
 }
 
-export interface WindowRow {
-	run_id: string;
-	wallet: string;
-	idx: number;
-	from_ms: number;
-	to_ms: number;
-	status: string;
-	pages: number;
-	orders_seen: number;
-	repaired: number;
-	last_error: string | null;
-}
+export type WindowRow = WindowListRow;
 
 /** The windows of the listed runs, on the primary key (run_id leads); bounded. */
 export async function runWindows(db: D1Database, runIds: string[]): Promise<WindowRow[]> {
 	if (runIds.length === 0) return [];
-	const { results } = await db
-		.prepare(
-			`SELECT run_id, wallet, idx, from_ms, to_ms, status, pages, orders_seen, repaired, last_error FROM reconcile_windows
-       WHERE run_id IN (SELECT value FROM json_each(?1)) ORDER BY run_id, wallet, idx LIMIT 5000`,
-		)
-		.bind(JSON.stringify(runIds))
-		.all<WindowRow>();
-	return results;
+	return windowsOfRuns(db, JSON.stringify(runIds));
 }
 
 export async function readAlerts(db: D1Database): Promise<AlertRow[]> {

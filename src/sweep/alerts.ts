@@ -6,6 +6,7 @@
 
 import { readAlertStates, setAlertState } from "../db/alerts";
 import { countFailedEffects } from "../db/effects";
+import { lastFinishedRunRepairs } from "../db/reconcile";
 import { rejectionsOfReasonsSince, rejectionsPerMinute } from "../db/rejections";
 import { D1_LIMIT_BYTES, DATABASE_ALERT_RATIO, sizeAfter } from "../db/size";
 import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
@@ -122,9 +123,7 @@ export async function readSignals(
 		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
 		db.prepare("SELECT count(*) AS n FROM deliveries WHERE status = 'failed'"),
 		countFailedEffects(db),
-		db.prepare(
-			"SELECT id, repaired FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
-		),
+		lastFinishedRunRepairs(db),
 		rejectionsOfReasonsSince(db, thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
 	]);
 	const counts = new Map((perMinute?.results ?? []).map((r) => [Number(r.minute), Number(r.n)]));
