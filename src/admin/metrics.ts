@@ -1,4 +1,5 @@
 /** GET /admin/metrics: one D1 batch of aggregate reads. */
+import { countDeliveriesByStatus, oldestUnprocessed } from "../db/deliveries";
 import { countEffectsByStatus } from "../db/effects";
 import { rejectionsByReasonSince } from "../db/rejections";
 import { listSettledTotals } from "../db/settled-totals";
@@ -8,9 +9,9 @@ export const REJECTION_WINDOW_MS = 24 * 60 * 60_000;
 
 export async function readMetrics(db: D1Database, nowMs: number, lastReconcile: unknown) {
 	const [byStatus, rejections, oldest, effects, settled] = await db.batch<Record<string, number | string | null>>([
-		db.prepare("SELECT status, count(*) AS n, sum(duplicates) AS d FROM deliveries GROUP BY status"),
+		countDeliveriesByStatus(db),
 		rejectionsByReasonSince(db, Math.floor((nowMs - REJECTION_WINDOW_MS) / 60_000)),
-		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
+		oldestUnprocessed(db),
 		countEffectsByStatus(db),
 		listSettledTotals(db),
 	]);

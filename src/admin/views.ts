@@ -1,25 +1,14 @@
 /** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
 
 import { storedBody } from "../db/archive";
+import { type DeliveryListRow, type DeliveryStatus, deliveryPage, deliveryRow } from "../db/deliveries";
 import { type EffectStatus, effectPage } from "../db/effects";
 import { rejectionPage } from "../db/rejections";
 import { findResources, type ResourceItemRow } from "../db/resources";
 import { iso } from "../time";
 import { type Page, page } from "./pagination";
 
-interface DeliveryRow {
-	id: number;
-	provider: string;
-	message_id: string;
-	event: string;
-	status: string;
-	received_at: number;
-	attempts: number;
-	duplicates: number;
-	last_error: string | null;
-}
-
-function deliveryItem(r: DeliveryRow) {
+function deliveryItem(r: DeliveryListRow) {
 	return {
 		provider: r.provider,
 		messageId: r.message_id,
@@ -34,7 +23,7 @@ function deliveryItem(r: DeliveryRow) {
 
 export interface DeliveryFilter {
 	provider?: string;
-	status?: string;
+	status?: DeliveryStatus;
 	event?: string;
 }
 
@@ -44,38 +33,17 @@ export async function listDeliveries(
 	below: number,
 	limit: number,
 ): Promise<Page<unknown>> {
-	const { results } = await db
-		.prepare(
-			`SELECT id, provider, message_id, event, status, received_at, attempts, duplicates, last_error
-       FROM deliveries
-       WHERE id < ?1 AND (?2 IS NULL OR provider = ?2) AND (?3 IS NULL OR status = ?3) AND (?4 IS NULL OR event = ?4)
-       ORDER BY id DESC LIMIT ?5`,
-		)
-		.bind(below, f.provider ?? null, f.status ?? null, f.event ?? null, limit + 1)
-		.all<DeliveryRow>();
+	const results = await deliveryPage(
+		db,
+		{ provider: f.provider ?? null, status: f.status ?? null, event: f.event ?? null },
+		below,
+		limit + 1,
+	);
 	return page(results, limit, (r) => r.id, deliveryItem);
 }
 
 export async function getDelivery(db: D1Database, archive: R2Bucket | undefined, provider: string, messageId: string) {
-	const r = await db
-		.prepare("SELECT * FROM deliveries WHERE provider = ?1 AND message_id = ?2")
-		.bind(provider, messageId)
-		.first<
-			DeliveryRow & {
-				raw_body: string | null;
-				archived_at: number | null;
-				provider_attempt: number | null;
-				attempt_ref: string | null;
-				resource_type: string | null;
-				resource_id: string | null;
-				resource_version: number | null;
-				status_at: number;
-				processed_at: number | null;
-				last_duplicate_at: number | null;
-				note: string | null;
-				body_bytes: number;
-			}
-		>();
+	const r = await deliveryRow(db, provider, messageId);
 	if (!r) return null;
 	return {
 		...deliveryItem(r),

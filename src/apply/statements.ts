@@ -3,9 +3,11 @@ import type { ProviderName } from "../providers/model";
 import type { ResourceSnapshot } from "../providers/types";
 
 /**
- * The single writer of resource state (docs/design.md invariant 7). Every statement takes its rows as
- * one JSON array bound to one parameter (`json_each`), so a batch of any size stays within D1's
- * 100-bound-parameter limit, and the whole set is one `batch()`: one transaction, one round trip.
+ * The rows the single writer of resource state (docs/design.md invariant 7) applies, and how they
+ * are cut into JSON parameters. Every statement of the apply batch (src/db/resources.ts,
+ * deliveries.ts, effects.ts) takes its rows as one JSON array bound to one parameter
+ * (`json_each`), so a batch of any size stays within D1's 100-bound-parameter limit, and the whole
+ * set is one `batch()`: one transaction, one round trip.
  */
 
 /** One snapshot to apply; `ref` is the delivery row behind it (null for reconcile snapshots). */
@@ -39,42 +41,6 @@ export function sortedKeys(value: unknown): unknown {
 	for (const key of Object.keys(value).sort()) out[key] = sortedKeys((value as Record<string, unknown>)[key]);
 	return out;
 }
-
-/**
- * A second pointer to a delivery already decided (a sweep re-send of a slow `enqueued` row, a
- * queue redelivery) must not re-decide it: `processed` stays `processed` even after a newer
- * version moved state on. `failed` and `ignored` stay open: a re-send reopens them, and a late
- * dead letter must not win over the pointer that heals the row. An admin replay sets `enqueued`.
- */
-const SETTLED = "('processed', 'stale')";
-
-/**
- * A delivery is `processed` only when the state now holds what it carried (version, status and
- * content); otherwise `stale`, with note `same_version` when it lost a tie (docs/design.md, statuses).
- */
-export const MARK_APPLIED = `
-UPDATE deliveries SET
-  status = CASE WHEN r.version = j.version AND r.status = j.status AND r.data = j.data THEN 'processed' ELSE 'stale' END,
-  note = CASE WHEN r.version = j.version AND NOT (r.status = j.status AND r.data = j.data) THEN 'same_version'
-    ELSE deliveries.note END,
-  status_at = ?2, processed_at = ?2, attempts = attempts + 1, last_error = NULL, send_token = NULL
-FROM (SELECT value->>'ref' AS ref, value->>'provider' AS provider, value->>'type' AS type,
-             coalesce(value->>'wallet', '') AS wallet, value->>'id' AS rid, value->>'version' AS version,
-             value->>'status' AS status, value->'data' AS data
-      FROM json_each(?1)) AS j
-JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
-WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`;
-
-export const MARK_IGNORED = `
-UPDATE deliveries SET status = 'ignored', status_at = ?2, processed_at = ?2, attempts = attempts + 1,
-  last_error = NULL, send_token = NULL
-WHERE id IN (SELECT value FROM json_each(?1)) AND status NOT IN ${SETTLED}`;
-
-export const MARK_FAILED = `
-UPDATE deliveries SET status = 'failed', status_at = ?2, attempts = attempts + 1,
-  last_error = j.error, send_token = NULL
-FROM (SELECT value->>'ref' AS ref, value->>'error' AS error FROM json_each(?1)) AS j
-WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`;
 
 /** D1 caps a string at 2 MB; 600k UTF-16 units is at most 1.8 MB of UTF-8 whatever the text. */
 export const MAX_CHUNK_BYTES = 600_000;

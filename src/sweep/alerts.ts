@@ -5,6 +5,7 @@
  */
 
 import { readAlertStates, setAlertState } from "../db/alerts";
+import { ackP99Since, countFailedDeliveries, oldestUnprocessed } from "../db/deliveries";
 import { countFailedEffects } from "../db/effects";
 import { lastFinishedRunRepairs } from "../db/reconcile";
 import { rejectionsOfReasonsSince, rejectionsPerMinute } from "../db/rejections";
@@ -112,16 +113,9 @@ export async function readSignals(
 		Record<string, number | string | null>
 	>([
 		rejectionsPerMinute(db, thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
-		db
-			.prepare(
-				`SELECT ack_ms FROM (
-           SELECT ack_ms, percent_rank() OVER (ORDER BY ack_ms) AS pr FROM deliveries
-           WHERE received_at >= ?1 AND ack_ms IS NOT NULL)
-         WHERE pr >= 0.99 ORDER BY ack_ms LIMIT 1`,
-			)
-			.bind(nowMs - ACK_WINDOW_MS),
-		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
-		db.prepare("SELECT count(*) AS n FROM deliveries WHERE status = 'failed'"),
+		ackP99Since(db, nowMs - ACK_WINDOW_MS),
+		oldestUnprocessed(db),
+		countFailedDeliveries(db),
 		countFailedEffects(db),
 		lastFinishedRunRepairs(db),
 		rejectionsOfReasonsSince(db, thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
