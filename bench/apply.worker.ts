@@ -65,7 +65,7 @@ async function naiveConsume(batch: MessageBatch<QueueMessage>, env: Env): Promis
 			.prepare("SELECT raw_body FROM deliveries WHERE id = ?")
 			.bind(m.body.deliveryId)
 			.first<{ raw_body: string }>();
-		const parsed = bloobank.parse(row?.raw_body ?? "", new Headers(), null);
+		const parsed = bloobank.parse(row?.raw_body ?? "", new Headers(), bloobank.settings(env));
 		if (!parsed.ok || !parsed.event.resource) continue;
 		const r = parsed.event.resource;
 		await db

@@ -38,6 +38,7 @@ export interface Env {
 	RETENTION_DAYS?: string;
 	DEDUPE_RETENTION_DAYS?: string;
 	ALLOWED_SOURCE_CIDRS?: string;
+	BLOOBANK_REFRESH_AFTER_SECONDS?: string;
 }
 
 /** The names of Env's string variables (not its bindings). */

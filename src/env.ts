@@ -38,6 +38,7 @@ export const ENV_VAR_NAMES = [
 	"RETENTION_DAYS",
 	"DEDUPE_RETENTION_DAYS",
 	"ALLOWED_SOURCE_CIDRS",
+	"BLOOBANK_REFRESH_AFTER_SECONDS",
 ] as const satisfies readonly (keyof Env)[];
 
 /** never while ENV_VAR_NAMES lists every string variable of Env. */

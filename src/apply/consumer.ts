@@ -29,6 +29,7 @@ import { effectsFor, getProvider, storedHeaders } from "../providers";
 import type { Provider, ResourceSnapshot } from "../providers/types";
 import type { DeliveryMessage, QueueMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
+import { freshSnapshots, oldOrders } from "../reconcile/refresh";
 import { backoff } from "../time";
 import { type ApplyRow, type EffectRow, jsonChunks, sortedKeys } from "./statements";
 
@@ -189,11 +190,10 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 				...(first ? snapshots : []),
 				...remaining.filter((m) => (m.body as DeliveryMessage).deliveryId <= lastId),
 			];
-			const plan = planBatch(
-				chunk.map((m) => m.body),
-				stored,
-				config,
-			);
+			// Old BlooBank events are checked against the API first (docs/providers.md 1.6): fresher
+			// snapshots join the same apply batch, after the payloads.
+			const fresh = await freshSnapshots(env, oldOrders(stored.values(), config, nowMs));
+			const plan = planBatch([...chunk.map((m) => m.body), ...fresh], stored, config);
 			const statements = planStatements(env.DB, plan, nowMs);
 			const results = statements.length > 0 ? await env.DB.batch<ClaimedEffectRow>(statements) : [];
 			// Only the claim statements return rows.

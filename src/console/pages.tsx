@@ -10,6 +10,7 @@ import { reconcileEnabled } from "../env";
 import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
+import { refreshOrder } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { BarChart, COLOURS, LineChart, type Series } from "./charts";
 import type { ConsoleContext, ConsoleEnv } from "./env";
@@ -38,6 +39,12 @@ const FLASH: Record<string, { text: string; error?: boolean }> = {
 	not_failed: { text: "Not retried: the effect is not failed.", error: true },
 	run_started: { text: "Reconciliation run started." },
 	run_failed: { text: "The run could not start; its errors are listed below.", error: true },
+	checked: {
+		text: "Fetched from BlooBank: the order as BlooBank holds it is queued for the one writer; reload in a moment.",
+	},
+	check_not_configured: { text: "Not checked: BlooBank API credentials are not configured.", error: true },
+	check_not_found: { text: "Not checked: BlooBank does not have this order in this wallet.", error: true },
+	check_unavailable: { text: "Not checked: BlooBank's API did not answer; try again later.", error: true },
 };
 
 const deliveryHref = (provider: string, messageId: string) =>
@@ -542,6 +549,23 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 		);
 	});
 
+	// GET the order fresh from BlooBank and feed it through the one writer (src/reconcile/refresh.ts).
+	app.post("/resources/bloobank/payment_order/:id/check", async (c) => {
+		const id = c.req.param("id");
+		const wallet = c.req.query("wallet") || null;
+		const back = resourceHref("bloobank", "payment_order", id, wallet);
+		if (wallet === null) return c.redirect(`${back}?done=check_not_found`, 303);
+		const r = await refreshOrder(c.env, wallet, id);
+		const done = r.ok
+			? "checked"
+			: r.reason === "not_configured"
+				? "check_not_configured"
+				: r.reason === "not_found"
+					? "check_not_found"
+					: "check_unavailable";
+		return c.redirect(`${back}${back.includes("?") ? "&" : "?"}done=${done}`, 303);
+	});
+
 	app.get("/resources/:provider/:type/:id", async (c) => {
 		const { provider, type, id } = c.req.param();
 		const wallet = c.req.query("wallet") || null;
@@ -578,6 +602,13 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 						{res.updatedAt} ({ago(res.updatedAt ? Date.parse(res.updatedAt) : null, nowMs)}), from {res.source}
 					</dd>
 				</dl>
+				{provider === "bloobank" && type === "payment_order" && res.wallet ? (
+					<PostButton
+						action={`${resourceHref(provider, type, id, null)}/check?wallet=${encodeURIComponent(res.wallet)}`}
+						csrf={c.get("csrf")}
+						label="Check with BlooBank"
+					/>
+				) : null}
 				<h2>Deliveries that built it, in version order</h2>
 				{history.length === 0 ? (
 					<p class="muted">None stored (reconciliation may have written it, or the rows aged out).</p>

@@ -1,16 +1,19 @@
 /**
- * Reads a request body without ever buffering more than `limit` bytes: a declared
- * Content-Length over the limit is refused before reading, and a stream that runs past the limit
- * is cancelled as soon as it does.
+ * Reads a body (a webhook request's, or a provider API's response) without ever buffering more
+ * than `limit` bytes: a declared Content-Length over the limit is refused before reading, and a
+ * stream that runs past the limit is cancelled as soon as it does.
  */
 export type BodyResult = { ok: true; bytes: Uint8Array } | { ok: false; reason: "too_large"; size: number };
 
-export async function readBodyCapped(request: Request, limit: number): Promise<BodyResult> {
-	const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-	if (Number.isFinite(declared) && declared > limit) return { ok: false, reason: "too_large", size: declared };
-	if (request.body === null) return { ok: true, bytes: new Uint8Array(0) };
+export async function readBodyCapped(message: Request | Response, limit: number): Promise<BodyResult> {
+	const declared = Number(message.headers.get("content-length") ?? Number.NaN);
+	if (Number.isFinite(declared) && declared > limit) {
+		await message.body?.cancel().catch(() => {});
+		return { ok: false, reason: "too_large", size: declared };
+	}
+	if (message.body === null) return { ok: true, bytes: new Uint8Array(0) };
 
-	const reader = request.body.getReader();
+	const reader = message.body.getReader();
 	const chunks: Uint8Array[] = [];
 	let size = 0;
 	for (;;) {

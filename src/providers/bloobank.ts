@@ -7,7 +7,7 @@
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
 import type { Env } from "../bindings";
-import { ConfigError } from "../config";
+import { ConfigError, positiveInt } from "../config";
 import { base64ToBytesLenient, concatBytes, utf8 } from "../crypto/encoding";
 import { paymentOrderEffects } from "../effects/rules";
 import {
@@ -171,11 +171,25 @@ export function blooBankKey(secret: string, env: Env): Uint8Array | null {
 	throw new ConfigError("BLOOBANK_SECRET_ENCODING", "must be utf8 or base64");
 }
 
-export const bloobank: Provider<null> = {
+export interface BlooBankSettings {
+	/**
+	 * BLOOBANK_REFRESH_AFTER_SECONDS (default 3600): an event older than this is checked against
+	 * the API before it is applied, when API credentials are configured (src/reconcile/refresh.ts).
+	 */
+	refreshAfterSeconds: number;
+}
+
+export function blooBankSettings(env: Env): BlooBankSettings {
+	return {
+		refreshAfterSeconds: positiveInt("BLOOBANK_REFRESH_AFTER_SECONDS", env.BLOOBANK_REFRESH_AFTER_SECONDS, 3600),
+	};
+}
+
+export const bloobank: Provider<BlooBankSettings> = {
 	name: "bloobank",
 	secretsVariable: "BLOOBANK_WEBHOOK_SECRETS",
 	keyFromSecret: blooBankKey,
-	settings: () => null,
+	settings: blooBankSettings,
 	keptHeaders: ["x-bloobank-delivery-attempt"],
 	checkSignature: checkBlooBankSignature,
 	parse: parseBlooBank,

@@ -9,7 +9,15 @@
 import { canonicalString, sha256, signCanonical } from "../crypto/access-signature";
 import { bytesToHex, utf8 } from "../crypto/encoding";
 import type { ReconcileConfig } from "../env";
+import { readBodyCapped } from "../ingress/body";
 import { errorMessage } from "../log";
+
+/** A provider answer's body, at most `cap` bytes (it is untrusted input), or null when larger. */
+async function readCapped(res: Response, cap: number): Promise<Uint8Array | null> {
+	const body = await readBodyCapped(res, cap);
+	return body.ok ? body.bytes : null;
+}
+
 import { backoff } from "../time";
 
 /** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
@@ -65,40 +73,6 @@ export const defaultDeps = (): ClientDeps => ({
 
 interface ErrorEnvelope {
 	error?: { code?: unknown; status?: unknown; message?: unknown; details?: { reason?: unknown }[] };
-}
-
-/**
- * The body's bytes, or null when it is longer than `cap`: a declared Content-Length over the cap is
- * refused before reading, and a body without one is counted while read and cancelled at the cap,
- * so it is never held whole.
- */
-export async function readCapped(res: Response, cap: number): Promise<Uint8Array | null> {
-	const declared = Number(res.headers.get("content-length") ?? "0");
-	if (declared > cap) {
-		await res.body?.cancel();
-		return null;
-	}
-	if (!res.body) return new Uint8Array(0);
-	const reader = res.body.getReader();
-	const chunks: Uint8Array[] = [];
-	let total = 0;
-	for (;;) {
-		const { done, value } = await reader.read();
-		if (done) break;
-		total += value.byteLength;
-		if (total > cap) {
-			await reader.cancel();
-			return null;
-		}
-		chunks.push(value);
-	}
-	const bytes = new Uint8Array(total);
-	let at = 0;
-	for (const c of chunks) {
-		bytes.set(c, at);
-		at += c.byteLength;
-	}
-	return bytes;
 }
 
 /**

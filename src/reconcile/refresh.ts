@@ -4,8 +4,9 @@
  * writer as a snapshot message, as reconciliation does (docs/design.md invariant 7). Used by the
  * admin API and the console ("Check with BlooBank"), and by the consumer for old events.
  */
-import { type Env, parseReconcileConfig } from "../env";
-import { blooBankOrderSnapshot } from "../providers/bloobank";
+import { type Config, type Env, parseReconcileConfig } from "../env";
+import { storedHeaders } from "../providers";
+import { type BlooBankSettings, blooBankOrderSnapshot, parseBlooBank } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/model";
 import type { SnapshotMessage } from "../queue/messages";
 import { BlooBankClient, type ClientDeps, defaultDeps } from "./client";
@@ -53,4 +54,59 @@ export async function refreshOrder(
 		await env.EVENTS.send(message);
 	}
 	return fetched;
+}
+
+/** At most this many orders fetched fresh per consumer chunk (each a signed call of <= 3 s). */
+export const MAX_FRESH_FETCHES = 10;
+
+export interface OldOrder {
+	wallet: string;
+	id: string;
+	version: number;
+}
+
+/**
+ * BlooBank's best practices: when a long delay elapsed between an event and its processing, GET
+ * the resource fresh. For each old order (at most MAX_FRESH_FETCHES, in parallel), the order as
+ * BlooBank holds it now, as snapshot messages for the same apply batch: the payload is still
+ * applied and marked against what state then holds, so a fresher snapshot makes it `stale`, never
+ * `processed` for content it did not carry. Without credentials, or when the API does not
+ * answer, nothing is added: the payload alone is applied.
+ */
+export async function freshSnapshots(
+	env: Env,
+	old: readonly OldOrder[],
+	deps: ClientDeps = defaultDeps(),
+): Promise<SnapshotMessage[]> {
+	if (old.length === 0 || !parseReconcileConfig(env).ok) return [];
+	const fetched = await Promise.all(
+		old.slice(0, MAX_FRESH_FETCHES).map((o) => fetchOrder(env, o.wallet, o.id, deps).catch(() => null)),
+	);
+	const out: SnapshotMessage[] = [];
+	for (const [i, f] of fetched.entries()) {
+		const o = old[i];
+		if (f?.ok && o && f.snapshot.version >= o.version)
+			out.push({ kind: "snapshot", provider: "bloobank", resource: f.snapshot, runId: null });
+	}
+	return out;
+}
+
+/** The stored BlooBank deliveries of a chunk whose event is older than BLOOBANK_REFRESH_AFTER_SECONDS. */
+export function oldOrders(
+	stored: Iterable<{ provider: string; raw_body: string | null; headers: string | null }>,
+	config: Config,
+	nowMs: number,
+): OldOrder[] {
+	const settings = config.providerSettings.bloobank as BlooBankSettings | undefined;
+	if (!settings) return [];
+	const old: OldOrder[] = [];
+	for (const d of stored) {
+		if (d.provider !== "bloobank" || d.raw_body === null) continue;
+		const parsed = parseBlooBank(d.raw_body, storedHeaders(d.headers));
+		if (!parsed.ok) continue;
+		const { resource, eventAt } = parsed.event;
+		if (resource?.wallet && eventAt !== null && nowMs - eventAt > settings.refreshAfterSeconds * 1000)
+			old.push({ wallet: resource.wallet, id: resource.id, version: resource.version });
+	}
+	return old;
 }

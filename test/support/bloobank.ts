@@ -26,12 +26,18 @@ export interface OrderFields {
 	wallet?: string;
 }
 
+/**
+ * When the fixture's events happened: when the test file loaded, so bodies built twice are equal
+ * and no event is hours old (those are checked against the API first: BLOOBANK_REFRESH_AFTER_SECONDS).
+ */
+const EVENTS_AT = new Date().toISOString();
+
 export function orderEvent(messageId: string, o: OrderFields, event = `payment_order.${o.status.toLowerCase()}`) {
 	return {
 		event,
 		messageId,
 		deliveryAttempt: 1,
-		occurredAt: "2026-11-30T00:00:00.000Z",
+		occurredAt: EVENTS_AT,
 		data: {
 			wallet: "w1",
 			amount: 1000,
