@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Fails when src/ has an import cycle (type-only imports included: they still tie modules together
-// for a reader), when src/, bench/ or scripts/ import test/, or when src/ imports fixtures/.
+// for a reader), when src/, bench/ or scripts/ import test/, when src/ imports fixtures/, or when a
+// file in src/ outside src/db/ prepares a D1 statement: each table's SQL lives in its module there.
 // Run by .ci/run (`npm run check:imports`).
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -43,6 +44,17 @@ for (const dir of ["src", "bench", "scripts"]) {
 	}
 }
 
+// One module per table owns every statement on it (src/db/<table>.ts); feature folders call it.
+for (const file of files(join(root, "src"))) {
+	const path = relative(root, file);
+	if (path.startsWith("src/db/")) continue;
+	const lines = readFileSync(file, "utf8").split("\n");
+	lines.forEach((line, i) => {
+		if (line.includes(".prepare("))
+			problems.push(`${path}:${i + 1} prepares SQL outside src/db/ (move it to its table's module)`);
+	});
+}
+
 const graph = new Map(files(join(root, "src")).map((f) => [f, imports(f)]));
 const state = new Map();
 const stack = [];
@@ -65,5 +77,5 @@ if (problems.length > 0) {
 	process.exit(1);
 }
 console.log(
-	`import check: ${graph.size} modules in src/, no cycle; src/, bench/ and scripts/ import nothing from test/ (src/ nothing from fixtures/)`,
+	`import check: ${graph.size} modules in src/, no cycle; src/, bench/ and scripts/ import nothing from test/ (src/ nothing from fixtures/); no SQL outside src/db/`,
 );

@@ -1,17 +1,19 @@
 /** GET /admin/metrics: one D1 batch of aggregate reads. */
+import { countDeliveriesByStatus, oldestUnprocessed } from "../db/deliveries";
+import { countEffectsByStatus } from "../db/effects";
+import { rejectionsByReasonSince } from "../db/rejections";
+import { listSettledTotals } from "../db/settled-totals";
 import { D1_LIMIT_BYTES, sizeAfter } from "../db/size";
 
 export const REJECTION_WINDOW_MS = 24 * 60 * 60_000;
 
 export async function readMetrics(db: D1Database, nowMs: number, lastReconcile: unknown) {
 	const [byStatus, rejections, oldest, effects, settled] = await db.batch<Record<string, number | string | null>>([
-		db.prepare("SELECT status, count(*) AS n, sum(duplicates) AS d FROM deliveries GROUP BY status"),
-		db
-			.prepare("SELECT reason, sum(count) AS n FROM rejection_counts WHERE minute >= ?1 GROUP BY reason")
-			.bind(Math.floor((nowMs - REJECTION_WINDOW_MS) / 60_000)),
-		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
-		db.prepare("SELECT status AS s, count(*) AS n FROM effects GROUP BY status"),
-		db.prepare("SELECT currency, count, amount FROM settled_totals ORDER BY currency"),
+		countDeliveriesByStatus(db),
+		rejectionsByReasonSince(db, Math.floor((nowMs - REJECTION_WINDOW_MS) / 60_000)),
+		oldestUnprocessed(db),
+		countEffectsByStatus(db),
+		listSettledTotals(db),
 	]);
 
 	const deliveries: Record<string, number> = {};

@@ -1,6 +1,8 @@
 /** The admin API (docs/design.md): JSON only, every list `{ items, nextCursor }`. */
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
+import { isDeliveryStatus } from "../db/deliveries";
+import { isEffectStatus } from "../db/effects";
 import { startHandRetry } from "../effects/executor";
 import { PROVIDER_NAMES } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
@@ -12,9 +14,6 @@ import { readMetrics } from "./metrics";
 import { parseCursor, parseLimit } from "./pagination";
 import { getDelivery, getResource, listDeliveries, listEffects, listRejections } from "./views";
 
-const DELIVERY_STATUSES = ["received", "enqueued", "processed", "stale", "ignored", "failed"];
-const EFFECT_STATUSES = ["pending", "done", "failed"];
-
 const bad = (message: string) => ({ error: message });
 
 export function adminRoutes(): Hono<AppEnv> {
@@ -25,8 +24,9 @@ export function adminRoutes(): Hono<AppEnv> {
 		const q = c.req.query();
 		const cursor = parseCursor(q.cursor);
 		if (cursor === null) return c.json(bad("invalid cursor"), 400);
-		if (q.status && !DELIVERY_STATUSES.includes(q.status)) return c.json(bad("unknown status"), 400);
-		const filter = { provider: q.provider || undefined, status: q.status || undefined, event: q.event || undefined };
+		const status = q.status || undefined;
+		if (status !== undefined && !isDeliveryStatus(status)) return c.json(bad("unknown status"), 400);
+		const filter = { provider: q.provider || undefined, status, event: q.event || undefined };
 		return c.json(await listDeliveries(c.env.DB, filter, cursor, parseLimit(q.limit)));
 	});
 
@@ -55,8 +55,7 @@ export function adminRoutes(): Hono<AppEnv> {
 		const { provider, status, since } = body;
 		if (provider !== undefined && !PROVIDER_NAMES.includes(provider as never))
 			return c.json(bad("unknown provider"), 400);
-		if (status !== undefined && !DELIVERY_STATUSES.includes(status as string))
-			return c.json(bad("unknown status"), 400);
+		if (status !== undefined && !isDeliveryStatus(status)) return c.json(bad("unknown status"), 400);
 		const sinceMs = since === undefined ? undefined : typeof since === "number" ? since : Date.parse(String(since));
 		if (sinceMs !== undefined && !Number.isFinite(sinceMs))
 			return c.json(bad("since must be an ISO time or epoch ms"), 400);
@@ -116,7 +115,7 @@ export function adminRoutes(): Hono<AppEnv> {
 
 	app.get("/effects", async (c) => {
 		const status = c.req.query("status") || undefined;
-		if (status && !EFFECT_STATUSES.includes(status)) return c.json(bad("unknown status"), 400);
+		if (status !== undefined && !isEffectStatus(status)) return c.json(bad("unknown status"), 400);
 		const cursor = parseCursor(c.req.query("cursor"));
 		if (cursor === null) return c.json(bad("invalid cursor"), 400);
 		return c.json(await listEffects(c.env.DB, status, cursor, parseLimit(c.req.query("limit"))));

@@ -1,22 +1,14 @@
 /** Reads behind the admin API: the SQL and the JSON shapes docs/design.md fixes. */
 
 import { storedBody } from "../db/archive";
+import { type DeliveryListRow, type DeliveryStatus, deliveryPage, deliveryRow } from "../db/deliveries";
+import { type EffectStatus, effectPage } from "../db/effects";
+import { rejectionPage } from "../db/rejections";
+import { findResources, type ResourceItemRow } from "../db/resources";
 import { iso } from "../time";
 import { type Page, page } from "./pagination";
 
-interface DeliveryRow {
-	id: number;
-	provider: string;
-	message_id: string;
-	event: string;
-	status: string;
-	received_at: number;
-	attempts: number;
-	duplicates: number;
-	last_error: string | null;
-}
-
-function deliveryItem(r: DeliveryRow) {
+function deliveryItem(r: DeliveryListRow) {
 	return {
 		provider: r.provider,
 		messageId: r.message_id,
@@ -31,7 +23,7 @@ function deliveryItem(r: DeliveryRow) {
 
 export interface DeliveryFilter {
 	provider?: string;
-	status?: string;
+	status?: DeliveryStatus;
 	event?: string;
 }
 
@@ -41,38 +33,17 @@ export async function listDeliveries(
 	below: number,
 	limit: number,
 ): Promise<Page<unknown>> {
-	const { results } = await db
-		.prepare(
-			`SELECT id, provider, message_id, event, status, received_at, attempts, duplicates, last_error
-       FROM deliveries
-       WHERE id < ?1 AND (?2 IS NULL OR provider = ?2) AND (?3 IS NULL OR status = ?3) AND (?4 IS NULL OR event = ?4)
-       ORDER BY id DESC LIMIT ?5`,
-		)
-		.bind(below, f.provider ?? null, f.status ?? null, f.event ?? null, limit + 1)
-		.all<DeliveryRow>();
+	const results = await deliveryPage(
+		db,
+		{ provider: f.provider ?? null, status: f.status ?? null, event: f.event ?? null },
+		below,
+		limit + 1,
+	);
 	return page(results, limit, (r) => r.id, deliveryItem);
 }
 
 export async function getDelivery(db: D1Database, archive: R2Bucket | undefined, provider: string, messageId: string) {
-	const r = await db
-		.prepare("SELECT * FROM deliveries WHERE provider = ?1 AND message_id = ?2")
-		.bind(provider, messageId)
-		.first<
-			DeliveryRow & {
-				raw_body: string | null;
-				archived_at: number | null;
-				provider_attempt: number | null;
-				attempt_ref: string | null;
-				resource_type: string | null;
-				resource_id: string | null;
-				resource_version: number | null;
-				status_at: number;
-				processed_at: number | null;
-				last_duplicate_at: number | null;
-				note: string | null;
-				body_bytes: number;
-			}
-		>();
+	const r = await deliveryRow(db, provider, messageId);
 	if (!r) return null;
 	return {
 		...deliveryItem(r),
@@ -89,41 +60,13 @@ export async function getDelivery(db: D1Database, archive: R2Bucket | undefined,
 	};
 }
 
-interface RejectionRow {
-	seq: number;
-	provider: string;
-	reason: string;
-	status: number;
-	size: number;
-	ip: string | null;
-	at: number;
-}
-
 export async function listRejections(db: D1Database, below: number, limit: number): Promise<Page<unknown>> {
-	const { results } = await db
-		.prepare(
-			"SELECT seq, provider, reason, status, size, ip, at FROM rejections WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
-		)
-		.bind(below, limit + 1)
-		.all<RejectionRow>();
 	return page(
-		results,
+		await rejectionPage(db, below, limit + 1),
 		limit,
 		(r) => r.seq,
 		({ seq: _seq, at, ...rest }) => ({ ...rest, at: iso(at) }),
 	);
-}
-
-interface ResourceRow {
-	provider: string;
-	type: string;
-	wallet: string;
-	id: string;
-	status: string;
-	version: number;
-	data: string;
-	updated_at: number;
-	source: string;
 }
 
 export type ResourceLookup =
@@ -131,7 +74,7 @@ export type ResourceLookup =
 	| { found: "ambiguous"; wallets: string[] }
 	| { found: "none" };
 
-function resourceItem(r: ResourceRow) {
+function resourceItem(r: ResourceItemRow) {
 	return {
 		provider: r.provider,
 		type: r.type,
@@ -154,50 +97,22 @@ export async function getResource(
 	id: string,
 	wallet: string | null,
 ): Promise<ResourceLookup> {
-	const { results } = await db
-		.prepare(
-			`SELECT provider, type, wallet, id, status, version, data, updated_at, source FROM resources
-       WHERE provider = ?1 AND type = ?2 AND id = ?3 AND (?4 IS NULL OR wallet = ?4) ORDER BY wallet LIMIT 21`,
-		)
-		.bind(provider, type, id, wallet)
-		.all<ResourceRow>();
+	const results = await findResources(db, provider, type, id, wallet);
 	const [first] = results;
 	if (!first) return { found: "none" };
 	if (results.length > 1) return { found: "ambiguous", wallets: results.map((r) => r.wallet) };
 	return { found: "one", resource: resourceItem(first) };
 }
 
-interface EffectRow {
-	id: number;
-	provider: string;
-	resource_type: string;
-	resource_id: string;
-	kind: string;
-	status: string;
-	attempts: number;
-	last_error: string | null;
-	created_at: number;
-	done_at: number | null;
-}
-
 /** Effect status filter: `pending` (including ones retrying after a failed attempt), `done`, or `failed` (given up after EFFECT_MAX_ATTEMPTS). */
 export async function listEffects(
 	db: D1Database,
-	status: string | undefined,
+	status: EffectStatus | undefined,
 	below: number,
 	limit: number,
 ): Promise<Page<unknown>> {
-	const { results } = await db
-		.prepare(
-			`SELECT id, provider, resource_type, resource_id, kind, status, attempts, last_error, created_at, done_at
-       FROM effects
-       WHERE id < ?1 AND (?2 IS NULL OR status = ?2)
-       ORDER BY id DESC LIMIT ?3`,
-		)
-		.bind(below, status ?? null, limit + 1)
-		.all<EffectRow>();
 	return page(
-		results,
+		await effectPage(db, status ?? null, below, limit + 1),
 		limit,
 		(r) => r.id,
 		(r) => ({

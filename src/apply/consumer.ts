@@ -11,6 +11,17 @@
  */
 
 import { storedBody } from "../db/archive";
+import {
+	loadDeliveryChunk,
+	markApplied,
+	markDeadLettered,
+	markFailed,
+	markIgnored,
+	noteLastError,
+	type StoredDelivery,
+} from "../db/deliveries";
+import { claimEffectsOf, insertEffects } from "../db/effects";
+import { upsertResources } from "../db/resources";
 import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effects/executor";
 import { type Config, ConfigError, type Env, getConfig } from "../env";
 import { errorMessage, log } from "../log";
@@ -20,18 +31,7 @@ import type { DeliveryMessage, QueueMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
 import { freshSnapshots, oldOrders } from "../reconcile/refresh";
 import { backoff } from "../time";
-import {
-	type ApplyRow,
-	CLAIM_EFFECTS,
-	type EffectRow,
-	INSERT_EFFECTS,
-	jsonChunks,
-	MARK_APPLIED,
-	MARK_FAILED,
-	MARK_IGNORED,
-	sortedKeys,
-	UPSERT_RESOURCES,
-} from "./statements";
+import { type ApplyRow, type EffectRow, jsonChunks, sortedKeys } from "./statements";
 
 /**
  * The most raw-body bytes one chunk loads into the isolate (128 MB of memory): a batch of 100
@@ -40,24 +40,6 @@ import {
  * statements): measured in Node, 16 MiB of small-object bodies took ~97 MB of heap, so 4 MiB.
  */
 export const MAX_CHUNK_BODY_BYTES = 4 * 1024 * 1024;
-
-/** Loads stored deliveries in id order while their bodies total at most `?2` bytes (always at least one). */
-const LOAD_CHUNK = `
-SELECT d.id, d.provider, d.message_id, d.raw_body, d.archived_at, d.headers
-FROM deliveries AS d
-JOIN (SELECT id, body_bytes, sum(body_bytes) OVER (ORDER BY id) AS upto
-      FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))) AS w ON w.id = d.id
-WHERE w.upto <= ?2 OR w.upto = w.body_bytes
-ORDER BY d.id`;
-
-interface StoredDelivery {
-	id: number;
-	provider: string;
-	message_id: string;
-	raw_body: string | null;
-	archived_at: number | null;
-	headers: string | null;
-}
 
 export interface ApplyPlan {
 	rows: ApplyRow[];
@@ -127,12 +109,15 @@ export function planBatch(
 
 function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1PreparedStatement[] {
 	const s: D1PreparedStatement[] = [];
-	const each = (sql: string, rows: readonly unknown[], ...extra: unknown[]) => {
-		for (const chunk of jsonChunks(rows)) s.push(db.prepare(sql).bind(chunk, nowMs, ...extra));
+	const each = (
+		build: (db: D1Database, rowsJson: string, nowMs: number) => D1PreparedStatement,
+		rows: readonly unknown[],
+	) => {
+		for (const chunk of jsonChunks(rows)) s.push(build(db, chunk, nowMs));
 	};
-	each(UPSERT_RESOURCES, plan.rows);
+	each(upsertResources, plan.rows);
 	each(
-		MARK_APPLIED,
+		markApplied,
 		plan.rows
 			.filter((r) => r.ref !== null)
 			.map(({ ref, provider, type, wallet, id, version, status, data }) => ({
@@ -146,12 +131,12 @@ function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1Prepa
 				data,
 			})),
 	);
-	each(INSERT_EFFECTS, plan.effects);
-	each(MARK_IGNORED, plan.ignored);
-	each(MARK_FAILED, plan.failed);
+	each(insertEffects, plan.effects);
+	each(markIgnored, plan.ignored);
+	each(markFailed, plan.failed);
 	const keys = plan.rows.map(({ provider, type, wallet, id }) => ({ provider, type, wallet, id }));
 	for (const chunk of jsonChunks(keys)) {
-		s.push(db.prepare(CLAIM_EFFECTS).bind(chunk, nowMs + EFFECT_CLAIM_MS, nowMs));
+		s.push(claimEffectsOf(db, chunk, nowMs + EFFECT_CLAIM_MS, nowMs));
 	}
 	return s;
 }
@@ -189,9 +174,7 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 		try {
 			const stored = new Map<number, StoredDelivery>();
 			if (ids.length > 0) {
-				const { results } = await env.DB.prepare(LOAD_CHUNK)
-					.bind(JSON.stringify(ids), MAX_CHUNK_BODY_BYTES)
-					.all<StoredDelivery>();
+				const results = await loadDeliveryChunk(env.DB, JSON.stringify(ids), MAX_CHUNK_BODY_BYTES);
 				// A replayed delivery whose body moved to the archive is read back from it; body_bytes
 				// still bounds the chunk (src/db/archive.ts).
 				await Promise.all(
@@ -270,10 +253,7 @@ async function recordTransientError(db: D1Database, work: readonly Message<Queue
 	const ids = work.flatMap((m) => (m.body.kind === "delivery" ? [m.body.deliveryId] : []));
 	if (ids.length === 0) return;
 	try {
-		await db
-			.prepare("UPDATE deliveries SET last_error = ?2 WHERE id IN (SELECT value FROM json_each(?1))")
-			.bind(JSON.stringify(ids), error)
-			.run();
+		await noteLastError(db, JSON.stringify(ids), error);
 	} catch {
 		// D1 is what failed; the error is in the log line above.
 	}
@@ -306,15 +286,4 @@ export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env:
 	}
 	await failReconcileWork(env.DB, snapshots, nowMs);
 	batch.ackAll();
-}
-
-export function markDeadLettered(db: D1Database, ids: readonly number[], nowMs: number): Promise<D1Result> {
-	return db
-		.prepare(
-			`UPDATE deliveries SET status = 'failed', status_at = ?2, send_token = NULL,
-         last_error = coalesce(last_error, 'queue retries exhausted')
-       WHERE id IN (SELECT value FROM json_each(?1)) AND status IN ('received', 'enqueued')`,
-		)
-		.bind(JSON.stringify(ids), nowMs)
-		.run();
 }

@@ -1,18 +1,20 @@
-import { CLAIMED_EFFECT_COLUMNS } from "../effects/executor";
+import type { ResourceSource } from "../db/resources";
 import type { ProviderName } from "../providers/model";
 import type { ResourceSnapshot } from "../providers/types";
 
 /**
- * The single writer of resource state (docs/design.md invariant 7). Every statement takes its rows as
- * one JSON array bound to one parameter (`json_each`), so a batch of any size stays within D1's
- * 100-bound-parameter limit, and the whole set is one `batch()`: one transaction, one round trip.
+ * The rows the single writer of resource state (docs/design.md invariant 7) applies, and how they
+ * are cut into JSON parameters. Every statement of the apply batch (src/db/resources.ts,
+ * deliveries.ts, effects.ts) takes its rows as one JSON array bound to one parameter
+ * (`json_each`), so a batch of any size stays within D1's 100-bound-parameter limit, and the whole
+ * set is one `batch()`: one transaction, one round trip.
  */
 
 /** One snapshot to apply; `ref` is the delivery row behind it (null for reconcile snapshots). */
 export interface ApplyRow extends ResourceSnapshot {
 	ref: number | null;
 	provider: ProviderName;
-	source: "webhook" | "reconcile";
+	source: ResourceSource;
 	/** The provider's rank of `status`: decides a tie of equal versions. */
 	rank: number;
 }
@@ -39,84 +41,6 @@ export function sortedKeys(value: unknown): unknown {
 	for (const key of Object.keys(value).sort()) out[key] = sortedKeys((value as Record<string, unknown>)[key]);
 	return out;
 }
-
-/**
- * Invariant 5, in SQL: the stored row changes only when the incoming version is greater, or
- * equal with a higher status rank (a final status beats a non-final one: docs/design.md,
- * statuses). A resource is keyed by (provider, type, wallet, id); wallet "" where the sender has
- * no scope. Rows for the same resource are applied in array order, each against the result of
- * the last, so a batch ends at its highest version whatever the order of its messages.
- */
-export const UPSERT_RESOURCES = `
-INSERT INTO resources (provider, type, wallet, id, version, status, status_rank, data, updated_at, source)
-SELECT value->>'provider', value->>'type', coalesce(value->>'wallet', ''), value->>'id', value->>'version',
-       value->>'status', value->>'rank', value->'data', ?2, value->>'source'
-FROM json_each(?1) WHERE true
-ON CONFLICT (provider, type, wallet, id) DO UPDATE SET
-  version = excluded.version, status = excluded.status, status_rank = excluded.status_rank, data = excluded.data,
-  updated_at = excluded.updated_at, source = excluded.source
-WHERE excluded.version > resources.version
-   OR (excluded.version = resources.version AND excluded.status_rank > resources.status_rank)`;
-
-/**
- * A second pointer to a delivery already decided (a sweep re-send of a slow `enqueued` row, a
- * queue redelivery) must not re-decide it: `processed` stays `processed` even after a newer
- * version moved state on. `failed` and `ignored` stay open: a re-send reopens them, and a late
- * dead letter must not win over the pointer that heals the row. An admin replay sets `enqueued`.
- */
-const SETTLED = "('processed', 'stale')";
-
-/**
- * A delivery is `processed` only when the state now holds what it carried (version, status and
- * content); otherwise `stale`, with note `same_version` when it lost a tie (docs/design.md, statuses).
- */
-export const MARK_APPLIED = `
-UPDATE deliveries SET
-  status = CASE WHEN r.version = j.version AND r.status = j.status AND r.data = j.data THEN 'processed' ELSE 'stale' END,
-  note = CASE WHEN r.version = j.version AND NOT (r.status = j.status AND r.data = j.data) THEN 'same_version'
-    ELSE deliveries.note END,
-  status_at = ?2, processed_at = ?2, attempts = attempts + 1, last_error = NULL, send_token = NULL
-FROM (SELECT value->>'ref' AS ref, value->>'provider' AS provider, value->>'type' AS type,
-             coalesce(value->>'wallet', '') AS wallet, value->>'id' AS rid, value->>'version' AS version,
-             value->>'status' AS status, value->'data' AS data
-      FROM json_each(?1)) AS j
-JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
-WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`;
-
-/**
- * Invariant 6: effect rows only for snapshots the state now holds, unique per (resource, kind),
- * in the same transaction as the state change.
- */
-export const INSERT_EFFECTS = `
-INSERT INTO effects (provider, resource_type, resource_wallet, resource_id, kind, status, payload, created_at)
-SELECT j.provider, j.type, j.wallet, j.rid, j.kind, 'pending', j.payload, ?2
-FROM (SELECT value->>'provider' AS provider, value->>'type' AS type, coalesce(value->>'wallet', '') AS wallet,
-             value->>'id' AS rid, value->>'version' AS version, value->>'status' AS status,
-             value->>'kind' AS kind, value->'payload' AS payload
-      FROM json_each(?1)) AS j
-JOIN resources AS r ON r.provider = j.provider AND r.type = j.type AND r.wallet = j.wallet AND r.id = j.rid
-  AND r.version = j.version AND r.status = j.status
-WHERE true
-ON CONFLICT (provider, resource_type, resource_wallet, resource_id, kind) DO NOTHING`;
-
-/** Claims the pending effects of the touched resources for execution right after commit. */
-export const CLAIM_EFFECTS = `
-UPDATE effects SET claimed_until = ?2
-WHERE status = 'pending' AND claimed_until <= ?3
-  AND (provider, resource_type, resource_wallet, resource_id) IN
-      (SELECT value->>'provider', value->>'type', coalesce(value->>'wallet', ''), value->>'id' FROM json_each(?1))
-RETURNING ${CLAIMED_EFFECT_COLUMNS}`;
-
-export const MARK_IGNORED = `
-UPDATE deliveries SET status = 'ignored', status_at = ?2, processed_at = ?2, attempts = attempts + 1,
-  last_error = NULL, send_token = NULL
-WHERE id IN (SELECT value FROM json_each(?1)) AND status NOT IN ${SETTLED}`;
-
-export const MARK_FAILED = `
-UPDATE deliveries SET status = 'failed', status_at = ?2, attempts = attempts + 1,
-  last_error = j.error, send_token = NULL
-FROM (SELECT value->>'ref' AS ref, value->>'error' AS error FROM json_each(?1)) AS j
-WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`;
 
 /** D1 caps a string at 2 MB; 600k UTF-16 units is at most 1.8 MB of UTF-8 whatever the text. */
 export const MAX_CHUNK_BYTES = 600_000;

@@ -4,6 +4,7 @@ import type { Child } from "hono/jsx";
 import { readMetrics } from "../admin/metrics";
 import { parseCursor } from "../admin/pagination";
 import { getResource, listDeliveries, listEffects } from "../admin/views";
+import { DELIVERY_STATUSES } from "../db/deliveries";
 import { startHandRetry } from "../effects/executor";
 import { reconcileEnabled } from "../env";
 import { PROVIDER_NAMES } from "../providers/model";
@@ -28,7 +29,6 @@ import {
 } from "./queries";
 import { consoleClock } from "./session";
 
-const DELIVERY_STATUSES = ["received", "enqueued", "processed", "stale", "ignored", "failed"] as const;
 const PAGE_SIZE = 50;
 
 /** Flash messages by code: the redirect carries a code, never text, so nothing is reflected. */

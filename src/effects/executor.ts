@@ -4,6 +4,14 @@
  * The `effects_done_once` trigger (migrations/0001) aborts a batch that would mark an effect
  * done twice, so racing executors cannot apply local writes twice.
  */
+import {
+	type ClaimedEffectRow,
+	claimFailedEffect,
+	claimLapsedEffects,
+	effectStatus,
+	markEffectDone,
+	markEffectRetry,
+} from "../db/effects";
 import type { Config, Env } from "../env";
 import { errorMessage, log } from "../log";
 import { backoff } from "../time";
@@ -13,15 +21,7 @@ import type { EffectKind } from "./rules";
 /** How long an executor holds a claimed effect before the sweep may take it over. */
 export const EFFECT_CLAIM_MS = 60_000;
 
-export interface ClaimedEffectRow {
-	id: number;
-	kind: string;
-	attempts: number;
-	payload: string;
-}
-
-/** SELECT list shared by every statement that claims effects. */
-export const CLAIMED_EFFECT_COLUMNS = "id, kind, attempts, payload";
+export type { ClaimedEffectRow };
 
 /**
  * Attempts before an effect is given up: it becomes `failed`, the `failed_effects` alert fires
@@ -40,26 +40,6 @@ export function effectRetryDelayMs(attempts: number): number {
 function toEffect(row: ClaimedEffectRow): Effect | null {
 	if (!Object.hasOwn(handlers, row.kind)) return null;
 	return { id: row.id, kind: row.kind as EffectKind, attempts: row.attempts, payload: JSON.parse(row.payload) };
-}
-
-function markDone(db: D1Database, id: number, nowMs: number): D1PreparedStatement {
-	return db
-		.prepare(
-			"UPDATE effects SET status = 'done', done_at = ?2, claimed_until = 0, attempts = attempts + 1, last_error = NULL WHERE id = ?1",
-		)
-		.bind(id, nowMs);
-}
-
-/** Counts the failed attempt in SQL, so racing executors cannot stretch the budget. */
-function markRetry(db: D1Database, id: number, attempts: number, error: string, nowMs: number): D1PreparedStatement {
-	return db
-		.prepare(
-			`UPDATE effects SET attempts = attempts + 1, last_error = ?2,
-         status = CASE WHEN attempts + 1 >= ?4 THEN 'failed' ELSE 'pending' END,
-         claimed_until = CASE WHEN attempts + 1 >= ?4 THEN 0 ELSE ?3 END
-       WHERE id = ?1 AND status = 'pending'`,
-		)
-		.bind(id, error, nowMs + effectRetryDelayMs(attempts + 1), EFFECT_MAX_ATTEMPTS);
 }
 
 export interface ExecuteReport {
@@ -84,14 +64,20 @@ export async function executeEffects(
 				const handler = handlers[effect.kind];
 				await handler.run?.(effect, ctx);
 				const writes = handler.writes?.(effect, db) ?? [];
-				return { row, statements: [...writes, markDone(db, row.id, nowMs)], error: null };
+				return { row, statements: [...writes, markEffectDone(db, row.id, nowMs)], error: null };
 			} catch (err) {
 				const error = errorMessage(err);
 				const attempts = row.attempts + 1;
 				if (attempts >= EFFECT_MAX_ATTEMPTS)
 					log("error", "effect_gave_up", { effectId: row.id, kind: row.kind, attempts, error });
 				else log("warn", "effect_failed", { effectId: row.id, kind: row.kind, attempts, error });
-				return { row, statements: [markRetry(db, row.id, row.attempts, error, nowMs)], error };
+				return {
+					row,
+					statements: [
+						markEffectRetry(db, row.id, error, nowMs + effectRetryDelayMs(row.attempts + 1), EFFECT_MAX_ATTEMPTS),
+					],
+					error,
+				};
 			}
 		}),
 	);
@@ -117,14 +103,8 @@ export async function executeEffects(
 
 /** The sweep's share: take over pending effects whose claim has lapsed, and run them. */
 export async function retryPendingEffects(env: Env, config: Config, nowMs: number, limit = 50): Promise<ExecuteReport> {
-	const claimed = await env.DB.prepare(
-		`UPDATE effects SET claimed_until = ?1
-     WHERE id IN (SELECT id FROM effects WHERE status = 'pending' AND claimed_until <= ?2 ORDER BY id LIMIT ?3)
-     RETURNING ${CLAIMED_EFFECT_COLUMNS}`,
-	)
-		.bind(nowMs + EFFECT_CLAIM_MS, nowMs, limit)
-		.all<ClaimedEffectRow>();
-	return executeEffects(env, config, claimed.results, nowMs);
+	const claimed = await claimLapsedEffects(env.DB, nowMs + EFFECT_CLAIM_MS, nowMs, limit);
+	return executeEffects(env, config, claimed, nowMs);
 }
 
 export type HandRetry = { claimed: ClaimedEffectRow } | { status: string } | null;
@@ -139,13 +119,8 @@ export type HandRetry = { claimed: ClaimedEffectRow } | { status: string } | nul
  */
 export async function claimForHandRetry(db: D1Database, id: number, nowMs: number): Promise<HandRetry> {
 	const [claimed, current] = await db.batch<ClaimedEffectRow & { status: string }>([
-		db
-			.prepare(
-				`UPDATE effects SET status = 'pending', attempts = 0, claimed_until = ?2
-         WHERE id = ?1 AND status = 'failed' RETURNING ${CLAIMED_EFFECT_COLUMNS}`,
-			)
-			.bind(id, nowMs + EFFECT_CLAIM_MS),
-		db.prepare("SELECT status FROM effects WHERE id = ?1").bind(id),
+		claimFailedEffect(db, id, nowMs + EFFECT_CLAIM_MS),
+		effectStatus(db, id),
 	]);
 	const row = claimed?.results[0];
 	if (row) return { claimed: row };

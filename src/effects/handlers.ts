@@ -11,6 +11,7 @@
  * after EFFECT_MAX_ATTEMPTS (src/effects/executor.ts) marks it `failed`, alerts, and leaves it to
  * `POST /admin/effects/:id/retry`.
  */
+import { addSettled } from "../db/settled-totals";
 import type { Config, Env } from "../env";
 import { log } from "../log";
 import { postAlert } from "../notify";
@@ -39,14 +40,7 @@ export const handlers: Record<EffectKind, EffectHandler> = {
 		writes(effect, db) {
 			const { currency, amount } = effect.payload;
 			if (currency === null || amount === null) throw new Error("settled order has no amount or currency");
-			return [
-				db
-					.prepare(
-						`INSERT INTO settled_totals (currency, count, amount) VALUES (?1, 1, ?2)
-             ON CONFLICT (currency) DO UPDATE SET count = count + 1, amount = amount + excluded.amount`,
-					)
-					.bind(currency, amount),
-			];
+			return [addSettled(db, currency, amount)];
 		},
 	},
 	payment_failed: {

@@ -13,6 +13,13 @@
  * replay from their dashboard, same message id): it moves the row back to `received`, with the
  * body and headers as re-sent, and this request sends it (docs/design.md, statuses).
  */
+import {
+	type EnqueuedMark,
+	markEnqueued,
+	markEnqueuedStatement,
+	type RecordRow,
+	recordStatement,
+} from "../db/deliveries";
 import type { NormalisedEvent } from "../providers/types";
 
 /**
@@ -28,43 +35,6 @@ export type RecordOutcome =
 	| { kind: "new"; id: number; mustSend: boolean }
 	| { kind: "duplicate"; id: number; mustSend: boolean; status: string };
 
-interface RecordRow {
-	id: number;
-	status: string;
-	duplicates: number;
-	may_send: number;
-}
-
-// In SET, every column reads the row as it was before this statement.
-const REOPEN = "status IN ('failed', 'ignored')";
-const TAKE_TOKEN = `(status = 'received' AND (send_token IS NULL OR send_token_at <= ?13))
-    OR (${REOPEN} AND excluded.status = 'received')`;
-
-const RECORD_SQL = `
-INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
-  resource_type, resource_wallet, resource_id, resource_version, received_at, status_at, send_token,
-  send_token_at, attempt_ref, headers, note, event_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17, ?18)
-ON CONFLICT (provider, message_id) DO UPDATE SET
-  duplicates = duplicates + 1,
-  last_duplicate_at = excluded.received_at,
-  provider_attempt = max(coalesce(provider_attempt, 0), coalesce(excluded.provider_attempt, 0)),
-  send_token = CASE WHEN ${TAKE_TOKEN} THEN ?12 ELSE send_token END,
-  send_token_at = CASE WHEN ${TAKE_TOKEN} THEN ?11 ELSE send_token_at END,
-  status = CASE WHEN ${REOPEN} THEN excluded.status ELSE status END,
-  status_at = CASE WHEN ${REOPEN} THEN excluded.status_at ELSE status_at END,
-  event = CASE WHEN ${REOPEN} THEN excluded.event ELSE event END,
-  raw_body = CASE WHEN ${REOPEN} THEN excluded.raw_body ELSE raw_body END,
-  body_bytes = CASE WHEN ${REOPEN} THEN excluded.body_bytes ELSE body_bytes END,
-  headers = CASE WHEN ${REOPEN} THEN excluded.headers ELSE headers END,
-  note = CASE WHEN ${REOPEN} THEN excluded.note ELSE note END,
-  resource_type = CASE WHEN ${REOPEN} THEN excluded.resource_type ELSE resource_type END,
-  resource_wallet = CASE WHEN ${REOPEN} THEN excluded.resource_wallet ELSE resource_wallet END,
-  resource_id = CASE WHEN ${REOPEN} THEN excluded.resource_id ELSE resource_id END,
-  resource_version = CASE WHEN ${REOPEN} THEN excluded.resource_version ELSE resource_version END,
-  event_at = CASE WHEN ${REOPEN} THEN excluded.event_at ELSE event_at END
-RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
-
 /** One D1 round trip: insert or count a duplicate, and say whether this request must send. */
 export async function recordDelivery(
 	db: D1Database,
@@ -76,28 +46,29 @@ export async function recordDelivery(
 ): Promise<RecordOutcome> {
 	const token = crypto.randomUUID();
 	const resource = event.resource;
-	const upsert = db
-		.prepare(RECORD_SQL)
-		.bind(
-			event.provider,
-			event.messageId,
-			event.event,
-			resource ? "received" : "ignored",
-			rawBody,
-			bodyBytes,
-			event.attempt,
-			resource?.type ?? null,
-			resource?.id ?? null,
-			resource?.version ?? null,
-			nowMs,
-			resource ? token : null,
-			nowMs - SEND_LEASE_MS,
-			event.attemptRef,
-			resource ? (resource.wallet ?? "") : null,
-			headersJson,
-			event.note,
-			event.eventAt,
-		);
+	const upsert = recordStatement(
+		db,
+		{
+			provider: event.provider,
+			message_id: event.messageId,
+			event: event.event,
+			status: resource ? "received" : "ignored",
+			raw_body: rawBody,
+			body_bytes: bodyBytes,
+			provider_attempt: event.attempt,
+			resource_type: resource?.type ?? null,
+			resource_wallet: resource ? (resource.wallet ?? "") : null,
+			resource_id: resource?.id ?? null,
+			resource_version: resource?.version ?? null,
+			received_at: nowMs,
+			send_token: resource ? token : null,
+			attempt_ref: event.attemptRef,
+			headers: headersJson,
+			note: event.note,
+			event_at: event.eventAt,
+		},
+		nowMs - SEND_LEASE_MS,
+	);
 	// Marks of earlier requests ride along in the same round trip (see takePendingMarks).
 	const marks = takePendingMarks(db);
 	const row =
@@ -109,30 +80,6 @@ export async function recordDelivery(
 	return row.duplicates === 0
 		? { kind: "new", id: row.id, mustSend }
 		: { kind: "duplicate", id: row.id, mustSend, status: row.status };
-}
-
-export interface EnqueuedMark {
-	id: number;
-	/** Answer latency of a new delivery (the ack-latency alert reads it); null for re-sends. */
-	ackMs: number | null;
-}
-
-/** After a successful send. The consumer may already have moved the row on; never move it back. */
-export function markEnqueued(db: D1Database, marks: readonly EnqueuedMark[], nowMs: number): Promise<D1Result> {
-	return markEnqueuedStatement(db, marks, nowMs).run();
-}
-
-function markEnqueuedStatement(db: D1Database, marks: readonly EnqueuedMark[], nowMs: number): D1PreparedStatement {
-	return db
-		.prepare(
-			`UPDATE deliveries SET
-         status = CASE WHEN status IN ('received', 'enqueued') THEN 'enqueued' ELSE status END,
-         status_at = CASE WHEN status IN ('received', 'enqueued') THEN ?1 ELSE status_at END,
-         send_token = NULL, ack_ms = coalesce(j.ack, ack_ms)
-       FROM (SELECT value->>'id' AS id, value->>'ackMs' AS ack FROM json_each(?2)) AS j
-       WHERE deliveries.id = j.id`,
-		)
-		.bind(nowMs, JSON.stringify(marks));
 }
 
 /**
@@ -184,9 +131,4 @@ export function markEnqueuedSoon(db: D1Database, mark: EnqueuedMark, nowMs: numb
  */
 function takePendingMarks(db: D1Database): EnqueuedMark[] {
 	return openBuffers.get(db)?.marks.splice(0) ?? [];
-}
-
-/** After a failed send: free the token so the provider's next retry re-sends at once. */
-export function releaseSendToken(db: D1Database, id: number): Promise<D1Result> {
-	return db.prepare(`UPDATE deliveries SET send_token = NULL WHERE id = ?1 AND status = 'received'`).bind(id).run();
 }

@@ -4,6 +4,7 @@
  * statement -> send the pointer. Everything before the MACs costs no more than reading headers.
  * Each way out is an `Ending`; its status code comes from the one table in ./answers.ts.
  */
+import { releaseSendToken } from "../db/deliveries";
 import { isMissingSchema, MIGRATIONS_HINT } from "../db/health";
 import type { Env, WebhookConfig } from "../env";
 import { errorMessage, log } from "../log";
@@ -14,7 +15,7 @@ import { deliveryMessage } from "../queue/messages";
 import { ANSWERS, type Ending, type Outcome } from "./answers";
 import { decodeUtf8, readBodyCapped } from "./body";
 import { ipAllowed } from "./cidr";
-import { recordDelivery, releaseSendToken } from "./inbox";
+import { recordDelivery } from "./inbox";
 import { clientKey, overLimit } from "./limit";
 
 export interface Receipt {

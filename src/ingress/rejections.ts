@@ -10,6 +10,7 @@
  * many requests it sends; what an evicted isolate had not flushed yet is lost (counts only, never
  * a delivery).
  */
+import { addRejectionCounts, addRejectionSamples } from "../db/rejections";
 import { errorMessage, log } from "../log";
 
 export const REJECTION_LOG_CAP = 5_000;
@@ -105,26 +106,8 @@ function flushStatements(db: D1Database, buffer: Buffer): D1PreparedStatement[] 
 		const [minute, provider, reason] = JSON.parse(key) as [number, string, string];
 		return { minute, provider, reason, count };
 	});
-	const statements = [
-		db
-			.prepare(
-				`INSERT INTO rejection_counts (minute, provider, reason, count)
-         SELECT value->>'minute', value->>'provider', value->>'reason', value->>'count' FROM json_each(?1) WHERE true
-         ON CONFLICT (minute, provider, reason) DO UPDATE SET count = count + excluded.count`,
-			)
-			.bind(JSON.stringify(counts)),
-	];
-	if (buffer.samples.length > 0) {
-		statements.push(
-			db
-				.prepare(
-					`INSERT OR REPLACE INTO rejections (id, seq, provider, reason, status, size, ip, at)
-           SELECT (s.base + j.key) % ?1, s.base + j.key, j.value->>'provider', j.value->>'reason', j.value->>'status',
-             j.value->>'size', j.value->>'ip', j.value->>'at'
-           FROM (SELECT coalesce(max(seq), 0) + 1 AS base FROM rejections) AS s, json_each(?2) AS j`,
-				)
-				.bind(REJECTION_LOG_CAP, JSON.stringify(buffer.samples)),
-		);
-	}
+	const statements = [addRejectionCounts(db, JSON.stringify(counts))];
+	if (buffer.samples.length > 0)
+		statements.push(addRejectionSamples(db, REJECTION_LOG_CAP, JSON.stringify(buffer.samples)));
 	return statements;
 }

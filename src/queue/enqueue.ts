@@ -1,14 +1,10 @@
 /** Sending stored deliveries to EVENTS in bulk: the sweep and replays share this path. */
+import { type DeliveryPointerRow, markEnqueued } from "../db/deliveries";
 import type { Env } from "../env";
-import { markEnqueued } from "../ingress/inbox";
 import type { ProviderName } from "../providers/model";
 import { deliveryMessage } from "./messages";
 
-export interface DeliveryPointerRow {
-	id: number;
-	provider: string;
-	message_id: string;
-}
+export type { DeliveryPointerRow };
 
 /** Queues cap sendBatch at 100 messages. */
 export const SEND_BATCH_LIMIT = 100;

@@ -4,8 +4,9 @@
  * A replayed `failed` delivery that now applies becomes `processed`. A body moved to the R2
  * archive is replayable too: the consumer reads it back from there.
  */
+import { replayPage } from "../db/deliveries";
 import type { Env } from "../env";
-import { type DeliveryPointerRow, SEND_BATCH_LIMIT, sendPointers } from "./enqueue";
+import { SEND_BATCH_LIMIT, sendPointers } from "./enqueue";
 
 export interface ReplayFilter {
 	provider?: string;
@@ -28,26 +29,18 @@ export async function replayDeliveries(
 	let afterId = 0;
 	while (replayed < limit) {
 		const take = Math.min(SEND_BATCH_LIMIT, limit - replayed);
-		const { results } = await env.DB.prepare(
-			`UPDATE deliveries SET status = 'enqueued', status_at = ?1, send_token = NULL
-       WHERE id IN (
-         SELECT id FROM deliveries
-         WHERE (raw_body IS NOT NULL OR archived_at IS NOT NULL) AND id > ?2
-           AND (?3 IS NULL OR provider = ?3) AND (?4 IS NULL OR message_id = ?4)
-           AND (?5 IS NULL OR status = ?5) AND (?6 IS NULL OR received_at >= ?6)
-         ORDER BY id LIMIT ?7)
-       RETURNING id, provider, message_id`,
-		)
-			.bind(
-				nowMs,
-				afterId,
-				filter.provider ?? null,
-				filter.messageId ?? null,
-				filter.status ?? null,
-				filter.since ?? null,
-				take,
-			)
-			.all<DeliveryPointerRow>();
+		const results = await replayPage(
+			env.DB,
+			nowMs,
+			afterId,
+			{
+				provider: filter.provider ?? null,
+				messageId: filter.messageId ?? null,
+				status: filter.status ?? null,
+				since: filter.since ?? null,
+			},
+			take,
+		);
 		if (results.length === 0) break;
 		await sendPointers(env, results, nowMs);
 		replayed += results.length;

@@ -15,6 +15,7 @@
  * window's start minus RECONCILE_LOOKBACK_HOURS and lists the lost order again. Putting it back
  * costs at most one lookback of re-listing, which is idempotent. All of it is one D1 batch.
  */
+import { failRunsOfWork, failWindows, finishRunsOf, putBackWatermarks } from "../db/reconcile";
 import type { Env } from "../env";
 import { log } from "../log";
 import type { ReconcileJob } from "../queue/messages";
@@ -50,51 +51,11 @@ export async function failReconcileWork(db: D1Database, items: readonly FailedWo
 	const windowsJson = JSON.stringify([...windows.values()]);
 	const runsJson = JSON.stringify([...byRun].map(([runId, list]) => ({ runId, error: runError(list) })));
 	const putBackJson = JSON.stringify(items.filter((i) => i.wallet !== null));
-	const inWindows = `(w.run_id, w.wallet, w.idx) IN (SELECT value->>'runId', value->>'wallet', value->>'idx' FROM json_each(?1))`;
 	await db.batch([
-		// Before the window rows change: the window's start (or, without a window, the run's) bounds the watermark.
-		db
-			.prepare(
-				`UPDATE reconcile_watermarks SET completed_to = b.back
-         FROM (SELECT j.value->>'wallet' AS wallet, min(coalesce(w.from_ms, r.period_from)) AS back
-               FROM json_each(?1) AS j
-               JOIN reconcile_runs AS r ON r.id = j.value->>'runId'
-               LEFT JOIN reconcile_windows AS w
-                 ON w.run_id = r.id AND w.wallet = j.value->>'wallet' AND w.idx = j.value->>'idx'
-               GROUP BY 1) AS b
-         WHERE reconcile_watermarks.wallet = b.wallet AND reconcile_watermarks.completed_to > b.back`,
-			)
-			.bind(putBackJson),
-		// Before the window rows change: a window moves from done (or pending) to failed once.
-		db
-			.prepare(
-				`UPDATE reconcile_runs SET
-           windows_done = windows_done - (SELECT count(*) FROM reconcile_windows AS w
-             WHERE w.run_id = reconcile_runs.id AND w.status = 'done' AND ${inWindows}),
-           windows_failed = windows_failed + (SELECT count(*) FROM reconcile_windows AS w
-             WHERE w.run_id = reconcile_runs.id AND w.status IN ('pending', 'done') AND ${inWindows}),
-           status = 'failed',
-           errors = CASE WHEN json_array_length(errors) >= 20 THEN errors
-             ELSE json_insert(errors, '$[#]', (SELECT value->>'error' FROM json_each(?2) WHERE value->>'runId' = reconcile_runs.id)) END
-         WHERE id IN (SELECT value->>'runId' FROM json_each(?2))`,
-			)
-			.bind(windowsJson, runsJson),
-		db
-			.prepare(
-				`UPDATE reconcile_windows AS w SET status = 'failed', last_error = j.value->>'error'
-         FROM json_each(?1) AS j
-         WHERE w.run_id = j.value->>'runId' AND w.wallet = j.value->>'wallet' AND w.idx = j.value->>'idx'
-           AND w.status IN ('pending', 'done')`,
-			)
-			.bind(windowsJson),
-		// A dead-lettered job may have been the run's last open window.
-		db
-			.prepare(
-				`UPDATE reconcile_runs SET finished_at = ?2
-         WHERE id IN (SELECT value->>'runId' FROM json_each(?1)) AND finished_at IS NULL
-           AND windows_done + windows_failed >= windows_planned`,
-			)
-			.bind(runsJson, nowMs),
+		putBackWatermarks(db, putBackJson),
+		failRunsOfWork(db, windowsJson, runsJson),
+		failWindows(db, windowsJson),
+		finishRunsOf(db, runsJson, nowMs),
 	]);
 	log("error", "reconcile_work_dead_lettered", { runs: byRun.size, windows: windows.size, items: items.length });
 }

@@ -3,6 +3,7 @@
  * completed watermark minus RECONCILE_LOOKBACK_HOURS to now, split into windows, one RECONCILE
  * job per window. It only plans; the window jobs do the paging.
  */
+import { failRun, insertFailedRun, insertRun, insertWindows, type RunTrigger, readWatermarks } from "../db/reconcile";
 import { type Env, parseReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { SEND_BATCH_LIMIT } from "../queue/enqueue";
@@ -37,22 +38,16 @@ export interface PlannedRun {
 async function failedRun(
 	db: D1Database,
 	runId: string,
-	trigger: string,
+	trigger: RunTrigger,
 	error: string,
 	nowMs: number,
 ): Promise<PlannedRun> {
-	await db
-		.prepare(
-			`INSERT INTO reconcile_runs (id, trigger, status, wallets, period_from, period_to, windows_planned, errors, started_at, finished_at)
-       VALUES (?1, ?2, 'failed', '[]', ?3, ?3, 0, json_array(?4), ?3, ?3)`,
-		)
-		.bind(runId, trigger, nowMs, error)
-		.run();
+	await insertFailedRun(db, runId, trigger, error, nowMs);
 	log("error", "reconcile_not_started", { runId, error });
 	return { runId, windows: 0, error };
 }
 
-export async function startRun(env: Env, trigger: "cron" | "admin", nowMs: number): Promise<PlannedRun> {
+export async function startRun(env: Env, trigger: RunTrigger, nowMs: number): Promise<PlannedRun> {
 	const db = env.DB;
 	const runId = crypto.randomUUID();
 	// Bad or missing credentials are a visible, failed run: never a crash loop.
@@ -60,10 +55,7 @@ export async function startRun(env: Env, trigger: "cron" | "admin", nowMs: numbe
 	if (!parsed.ok) return failedRun(db, runId, trigger, `configuration: ${parsed.error}`, nowMs);
 	const { wallets, lookbackHours } = parsed.config;
 
-	const { results: marks } = await db
-		.prepare("SELECT wallet, completed_to FROM reconcile_watermarks WHERE wallet IN (SELECT value FROM json_each(?1))")
-		.bind(JSON.stringify(wallets))
-		.all<{ wallet: string; completed_to: number }>();
+	const marks = await readWatermarks(db, JSON.stringify(wallets));
 	const watermark = new Map(marks.map((m) => [m.wallet, m.completed_to]));
 	const lookbackMs = lookbackHours * 60 * 60_000;
 	const windows = wallets.flatMap((wallet) =>
@@ -72,18 +64,8 @@ export async function startRun(env: Env, trigger: "cron" | "admin", nowMs: numbe
 	const periodFrom = Math.min(...windows.map((w) => w.fromMs));
 
 	await db.batch([
-		db
-			.prepare(
-				`INSERT INTO reconcile_runs (id, trigger, status, wallets, period_from, period_to, windows_planned, started_at)
-         VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?5)`,
-			)
-			.bind(runId, trigger, JSON.stringify(wallets), periodFrom, nowMs, windows.length),
-		db
-			.prepare(
-				`INSERT INTO reconcile_windows (run_id, wallet, idx, from_ms, to_ms, status)
-         SELECT ?1, value->>'wallet', value->>'idx', value->>'fromMs', value->>'toMs', 'pending' FROM json_each(?2)`,
-			)
-			.bind(runId, JSON.stringify(windows)),
+		insertRun(db, runId, trigger, JSON.stringify(wallets), periodFrom, nowMs, windows.length),
+		insertWindows(db, runId, JSON.stringify(windows)),
 	]);
 	try {
 		for (let i = 0; i < windows.length; i += SEND_BATCH_LIMIT) {
@@ -94,10 +76,7 @@ export async function startRun(env: Env, trigger: "cron" | "admin", nowMs: numbe
 		}
 	} catch (err) {
 		const error = `could not enqueue windows: ${errorMessage(err)}`;
-		await db
-			.prepare("UPDATE reconcile_runs SET status = 'failed', finished_at = ?2, errors = json_array(?3) WHERE id = ?1")
-			.bind(runId, nowMs, error)
-			.run();
+		await failRun(db, runId, nowMs, error);
 		log("error", "reconcile_not_started", { runId, error });
 		return { runId, windows: windows.length, error };
 	}

@@ -1,24 +1,7 @@
 /** Run reports, as GET /admin/reconcile/runs and /admin/metrics show them. */
 import { type Page, page } from "../admin/pagination";
+import { latestRun, type RunRow, runPage } from "../db/reconcile";
 import { iso } from "../time";
-
-interface RunRow {
-	id: string;
-	trigger: string;
-	status: string;
-	wallets: string;
-	period_from: number;
-	period_to: number;
-	windows_planned: number;
-	windows_done: number;
-	windows_failed: number;
-	pages: number;
-	orders_seen: number;
-	repaired: number;
-	errors: string;
-	started_at: number;
-	finished_at: number | null;
-}
 
 export function runReport(r: RunRow) {
 	return {
@@ -42,14 +25,11 @@ export async function listRuns(
 	below: number,
 	limit: number,
 ): Promise<Page<ReturnType<typeof runReport>>> {
-	const { results } = await db
-		.prepare("SELECT rowid AS k, * FROM reconcile_runs WHERE rowid < ?1 ORDER BY rowid DESC LIMIT ?2")
-		.bind(below, limit + 1)
-		.all<RunRow & { k: number }>();
+	const results = await runPage(db, below, limit + 1);
 	return page(results, limit, (r) => r.k, runReport);
 }
 
 export async function lastRun(db: D1Database) {
-	const r = await db.prepare("SELECT * FROM reconcile_runs ORDER BY rowid DESC LIMIT 1").first<RunRow>();
+	const r = await latestRun(db);
 	return r ? runReport(r) : null;
 }

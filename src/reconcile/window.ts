@@ -8,6 +8,16 @@
  * The window is not done until its snapshots are applied: each snapshot names its window, and one
  * that dead-letters fails the window and the run (src/reconcile/dead-letters.ts).
  */
+import {
+	addRunProgress,
+	advanceWatermarks,
+	finishRun,
+	readWindow,
+	saveWindowProgress,
+	type WindowProgressRow,
+	type WindowStatus,
+} from "../db/reconcile";
+import { orderVersions } from "../db/resources";
 import { type Env, parseReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { blooBankOrderSnapshot } from "../providers/bloobank";
@@ -34,16 +44,6 @@ export function messageBytes(message: SnapshotMessage): number {
 	const json = JSON.stringify(message);
 	const utf8 = new TextEncoder().encode(json).byteLength;
 	return /[\u0100-\uffff]/.test(json) ? Math.max(utf8, 2 * json.length) : utf8;
-}
-
-interface WindowRow {
-	status: string;
-	from_ms: number;
-	to_ms: number;
-	page_token: string | null;
-	pages: number;
-	restarts: number;
-	retries: number;
 }
 
 interface Progress {
@@ -99,14 +99,7 @@ async function sendSnapshots(
  */
 async function drifted(db: D1Database, wallet: string, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
 	if (items.length === 0) return [];
-	const { results } = await db
-		.prepare(
-			`SELECT id, version FROM resources
-       WHERE provider = 'bloobank' AND type = 'payment_order' AND wallet = ?2
-         AND id IN (SELECT value FROM json_each(?1))`,
-		)
-		.bind(JSON.stringify(items.map((i) => i.id)), wallet)
-		.all<{ id: string; version: number }>();
+	const results = await orderVersions(db, wallet, JSON.stringify(items.map((i) => i.id)));
 	const local = new Map(results.map((r) => [r.id, r.version]));
 	return items.filter((i) => {
 		const v = local.get(i.id);
@@ -120,12 +113,7 @@ const backoffSeconds = (retries: number) => backoff(retries, 30, MAX_RETRY_AFTER
 export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = defaultDeps()): Promise<void> {
 	const db = env.DB;
 	const key = [job.runId, job.wallet, job.idx] as const;
-	const w = await db
-		.prepare(
-			"SELECT status, from_ms, to_ms, page_token, pages, restarts, retries FROM reconcile_windows WHERE run_id = ?1 AND wallet = ?2 AND idx = ?3",
-		)
-		.bind(...key)
-		.first<WindowRow>();
+	const w = await readWindow(db, ...key);
 	if (w?.status !== "pending") return; // a duplicate job, or a window already finished
 
 	const p: Progress = {
@@ -244,70 +232,43 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 async function saveProgress(
 	db: D1Database,
 	job: ReconcileJob,
-	before: WindowRow,
+	before: WindowProgressRow,
 	p: Progress,
 	nowMs: number,
 ): Promise<void> {
-	const status = p.failed ? "failed" : p.done ? "done" : "pending";
+	const status: WindowStatus = p.failed ? "failed" : p.done ? "done" : "pending";
 	const lastError = p.failed ?? p.errors.at(-1) ?? null;
 	const statements = [
-		db
-			.prepare(
-				`UPDATE reconcile_windows SET status = ?4, pages = pages + ?5, orders_seen = orders_seen + ?6,
-           repaired = repaired + ?7, page_token = ?8, restarts = ?9, retries = ?10, last_error = ?11
-         WHERE run_id = ?1 AND wallet = ?2 AND idx = ?3 AND status = 'pending' AND pages = ?12`,
-			)
-			.bind(
-				job.runId,
-				job.wallet,
-				job.idx,
-				status,
-				p.pages,
-				p.seen,
-				p.repaired,
-				p.token,
-				p.restarts,
-				p.retries,
-				lastError,
-				before.pages,
-			),
-		db
-			.prepare(
-				`UPDATE reconcile_runs SET pages = pages + ?2, orders_seen = orders_seen + ?3, repaired = repaired + ?4,
-           windows_done = windows_done + ?5, windows_failed = windows_failed + ?6,
-           errors = CASE WHEN ?7 IS NULL OR json_array_length(errors) >= 20 THEN errors ELSE json_insert(errors, '$[#]', ?7) END
-         WHERE id = ?1 AND changes() > 0`,
-			)
-			.bind(
-				job.runId,
-				p.pages,
-				p.seen,
-				p.repaired,
-				status === "done" ? 1 : 0,
-				status === "failed" ? 1 : 0,
-				p.failed || p.notes.length > 0
-					? `${job.wallet}#${job.idx}: ${[p.failed, ...p.notes].filter((x) => x !== null).join("; ")}`
-					: null,
-			),
+		saveWindowProgress(db, {
+			runId: job.runId,
+			wallet: job.wallet,
+			idx: job.idx,
+			status,
+			pages: p.pages,
+			seen: p.seen,
+			repaired: p.repaired,
+			token: p.token,
+			restarts: p.restarts,
+			retries: p.retries,
+			lastError,
+			pagesBefore: before.pages,
+		}),
+		addRunProgress(
+			db,
+			job.runId,
+			p.pages,
+			p.seen,
+			p.repaired,
+			status === "done" ? 1 : 0,
+			status === "failed" ? 1 : 0,
+			p.failed || p.notes.length > 0
+				? `${job.wallet}#${job.idx}: ${[p.failed, ...p.notes].filter((x) => x !== null).join("; ")}`
+				: null,
+		),
 	];
 	if (status !== "pending") {
-		statements.push(
-			db
-				.prepare(
-					`UPDATE reconcile_runs SET status = CASE WHEN windows_failed > 0 OR status = 'failed' THEN 'failed' ELSE 'done' END, finished_at = ?2
-           WHERE id = ?1 AND finished_at IS NULL AND windows_done + windows_failed >= windows_planned`,
-				)
-				.bind(job.runId, nowMs),
-			// The watermark advances only when every window of the run is done.
-			db
-				.prepare(
-					`INSERT INTO reconcile_watermarks (wallet, completed_to, run_id)
-           SELECT j.value, r.period_to, r.id FROM reconcile_runs AS r, json_each(r.wallets) AS j
-           WHERE r.id = ?1 AND r.status = 'done' AND r.finished_at = ?2
-           ON CONFLICT (wallet) DO UPDATE SET completed_to = max(completed_to, excluded.completed_to), run_id = excluded.run_id`,
-				)
-				.bind(job.runId, nowMs),
-		);
+		// The watermark advances only when every window of the run is done.
+		statements.push(finishRun(db, job.runId, nowMs), advanceWatermarks(db, job.runId, nowMs));
 	}
 	await db.batch(statements);
 }

@@ -4,6 +4,11 @@
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 
+import { readAlertStates, setAlertState } from "../db/alerts";
+import { ackP99Since, countFailedDeliveries, oldestUnprocessed } from "../db/deliveries";
+import { countFailedEffects } from "../db/effects";
+import { lastFinishedRunRepairs } from "../db/reconcile";
+import { rejectionsOfReasonsSince, rejectionsPerMinute } from "../db/rejections";
 import { D1_LIMIT_BYTES, DATABASE_ALERT_RATIO, sizeAfter } from "../db/size";
 import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
 import { type Config, configProblem, type Env } from "../env";
@@ -107,32 +112,13 @@ export async function readSignals(
 	const [perMinute, p99, oldest, failed, failedEffects, reconcile, misconfigured] = await db.batch<
 		Record<string, number | string | null>
 	>([
-		db
-			.prepare(
-				`SELECT minute, sum(count) AS n FROM rejection_counts
-         WHERE minute >= ?1 AND minute < ?2 AND reason IN (SELECT value FROM json_each(?3)) GROUP BY minute`,
-			)
-			.bind(thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
-		db
-			.prepare(
-				`SELECT ack_ms FROM (
-           SELECT ack_ms, percent_rank() OVER (ORDER BY ack_ms) AS pr FROM deliveries
-           WHERE received_at >= ?1 AND ack_ms IS NOT NULL)
-         WHERE pr >= 0.99 ORDER BY ack_ms LIMIT 1`,
-			)
-			.bind(nowMs - ACK_WINDOW_MS),
-		db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')"),
-		db.prepare("SELECT count(*) AS n FROM deliveries WHERE status = 'failed'"),
-		db.prepare("SELECT count(*) AS n FROM effects WHERE status = 'failed'"),
-		db.prepare(
-			"SELECT id, repaired FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1",
-		),
-		db
-			.prepare(
-				`SELECT reason, sum(count) AS n FROM rejection_counts
-         WHERE minute >= ?1 AND reason IN (SELECT value FROM json_each(?2)) GROUP BY reason`,
-			)
-			.bind(thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
+		rejectionsPerMinute(db, thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
+		ackP99Since(db, nowMs - ACK_WINDOW_MS),
+		oldestUnprocessed(db),
+		countFailedDeliveries(db),
+		countFailedEffects(db),
+		lastFinishedRunRepairs(db),
+		rejectionsOfReasonsSince(db, thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
 	]);
 	const counts = new Map((perMinute?.results ?? []).map((r) => [Number(r.minute), Number(r.n)]));
 	const run = reconcile?.results[0];
@@ -170,9 +156,7 @@ export async function runAlerts(
 ): Promise<AlertTransition[]> {
 	const db = env.DB;
 	const firing = evaluate(signals ?? (await readSignals(db, nowMs, configProblem(env)?.variable ?? null)), nowMs);
-	const { results: state } = await db
-		.prepare("SELECT name, firing, detail FROM alert_state")
-		.all<{ name: string; firing: number; detail: string | null }>();
+	const state = await readAlertStates(db);
 	const was = new Map(state.filter((s) => s.firing === 1).map((s) => [s.name, s.detail ?? ""]));
 	const transitions: AlertTransition[] = [];
 	for (const [name, detail] of firing) {
@@ -204,15 +188,6 @@ export async function runAlerts(
 			return [];
 		}
 	}
-	await db.batch(
-		transitions.map((t) =>
-			db
-				.prepare(
-					`INSERT INTO alert_state (name, firing, since, detail) VALUES (?1, ?2, ?3, ?4)
-           ON CONFLICT (name) DO UPDATE SET firing = excluded.firing, since = excluded.since, detail = excluded.detail`,
-				)
-				.bind(t.name, t.state === "firing" ? 1 : 0, nowMs, t.detail),
-		),
-	);
+	await db.batch(transitions.map((t) => setAlertState(db, t.name, t.state === "firing" ? 1 : 0, nowMs, t.detail)));
 	return transitions;
 }

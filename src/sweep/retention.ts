@@ -8,11 +8,12 @@
  * `failed` bodies are pruned from D1 after RETENTION_DAYS.
  * Effects and resources are never pruned: the effect rows are what make effects fire once.
  */
+import { pruneBodies, pruneDeliveries } from "../db/deliveries";
+import { pruneRejectionCounts, pruneRejections } from "../db/rejections";
 import type { Config } from "../env";
 
 export const RETENTION_CHUNK = 500;
 const DAY_MS = 24 * 60 * 60_000;
-const SETTLED = "('processed', 'stale', 'ignored', 'failed')";
 /** Per-minute rejection counters feed 24 h metrics and 5 min alerts; two days is plenty. */
 export const REJECTION_COUNT_RETENTION_MS = 2 * DAY_MS;
 
@@ -32,28 +33,12 @@ export async function pruneExpired(
 	const bodyCutoff = nowMs - config.retentionDays * DAY_MS;
 	const keyCutoff = nowMs - Math.max(config.dedupeRetentionDays, config.retentionDays) * DAY_MS;
 	const [bodies, deliveries, rejections, counts] = await db.batch([
-		db
-			.prepare(
-				`UPDATE deliveries SET raw_body = NULL, headers = NULL WHERE id IN (
-           SELECT id FROM deliveries WHERE received_at < ?1 AND raw_body IS NOT NULL AND status IN ${archiving ? "('failed')" : SETTLED} LIMIT ?2)`,
-			)
-			.bind(bodyCutoff, RETENTION_CHUNK),
-		db
-			.prepare(
-				`DELETE FROM deliveries WHERE id IN (
-           SELECT id FROM deliveries WHERE received_at < ?1 AND status IN ${SETTLED} LIMIT ?2)`,
-			)
-			.bind(keyCutoff, RETENTION_CHUNK),
-		db
-			.prepare("DELETE FROM rejections WHERE id IN (SELECT id FROM rejections WHERE at < ?1 LIMIT ?2)")
-			.bind(bodyCutoff, RETENTION_CHUNK),
+		pruneBodies(db, bodyCutoff, RETENTION_CHUNK, archiving),
+		pruneDeliveries(db, keyCutoff, RETENTION_CHUNK),
+		pruneRejections(db, bodyCutoff, RETENTION_CHUNK),
 		// Counter rows could once be created per request (one per random provider name); a backlog
 		// of them is worked off chunk by chunk like everything else (docs/design.md invariant 8).
-		db
-			.prepare(
-				"DELETE FROM rejection_counts WHERE rowid IN (SELECT rowid FROM rejection_counts WHERE minute < ?1 LIMIT ?2)",
-			)
-			.bind(Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000), RETENTION_CHUNK),
+		pruneRejectionCounts(db, Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000), RETENTION_CHUNK),
 	]);
 	return {
 		bodiesPruned: bodies?.meta.changes ?? 0,

@@ -9,11 +9,12 @@
  * - evaluate the operational alerts (alerts.ts), the database's size among them.
  */
 
+import { releaseSendTokens, takeStuckDeliveries } from "../db/deliveries";
 import { retryPendingEffects } from "../effects/executor";
 import { type Config, configProblem, type Env } from "../env";
 import { SEND_LEASE_MS } from "../ingress/inbox";
 import { errorMessage, log } from "../log";
-import { type DeliveryPointerRow, sendPointers } from "../queue/enqueue";
+import { sendPointers } from "../queue/enqueue";
 import { type AlertTransition, readSignals, runAlerts } from "./alerts";
 import { type ArchiveReport, archiveSettledBodies } from "./archive";
 import { pruneExpired, type RetentionReport } from "./retention";
@@ -41,26 +42,19 @@ export async function resendStuckDeliveries(
 	// `received` rows first: nothing but the sweep (or a provider retry) will ever send them, while
 	// `enqueued` rows past the threshold are most often only waiting in a queue backlog and must
 	// not crowd them out (docs/design.md invariant 3).
-	const { results } = await env.DB.prepare(
-		`UPDATE deliveries SET send_token = ?1, send_token_at = ?2
-     WHERE id IN (
-       SELECT id FROM (SELECT id FROM deliveries
-         WHERE status = 'received' AND status_at <= ?3 AND (send_token IS NULL OR send_token_at <= ?4)
-         ORDER BY status_at LIMIT ?5)
-       UNION ALL
-       SELECT id FROM (SELECT id FROM deliveries
-         WHERE status = 'enqueued' AND status_at <= ?3 AND (send_token IS NULL OR send_token_at <= ?4)
-         ORDER BY status_at LIMIT ?5)
-       LIMIT ?5)
-     RETURNING id, provider, message_id`,
-	)
-		.bind(token, nowMs, nowMs - config.sweepStaleSeconds * 1000, nowMs - SEND_LEASE_MS, limit)
-		.all<DeliveryPointerRow>();
+	const results = await takeStuckDeliveries(
+		env.DB,
+		token,
+		nowMs,
+		nowMs - config.sweepStaleSeconds * 1000,
+		nowMs - SEND_LEASE_MS,
+		limit,
+	);
 	if (results.length === 0) return 0;
 	try {
 		await sendPointers(env, results, nowMs);
 	} catch (err) {
-		await env.DB.prepare("UPDATE deliveries SET send_token = NULL WHERE send_token = ?1").bind(token).run();
+		await releaseSendTokens(env.DB, token);
 		throw err;
 	}
 	log("warn", "sweep_resent", { count: results.length });

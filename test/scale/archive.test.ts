@@ -1,15 +1,10 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { archiveKey } from "../../src/db/archive";
+import { CANDIDATES, DELIVERY_COLUMNS } from "../../src/db/deliveries";
 import { getConfig } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
-import {
-	ARCHIVE_CHUNK,
-	ARCHIVE_GRACE_MS,
-	archiveSettledBodies,
-	CANDIDATES,
-	DELIVERY_COLUMNS,
-} from "../../src/sweep/archive";
+import { ARCHIVE_CHUNK, ARCHIVE_GRACE_MS, archiveSettledBodies } from "../../src/sweep/archive";
 import { pruneExpired } from "../../src/sweep/retention";
 import { sweep } from "../../src/sweep/sweep";
 import { consume, ingest } from "../support/apply";
