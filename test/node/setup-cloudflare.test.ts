@@ -94,12 +94,14 @@ beforeEach(() => {
 });
 
 const QUEUES = ["webhook-events", "webhook-events-dlq", "webhook-reconcile", "webhook-reconcile-dlq"];
+/** The bodies archive wrangler.toml declares (binding ARCHIVE). */
+const BUCKET = "payment-webhooks-archive";
 
 describe("npm run setup:cloudflare", () => {
-	it("first run creates the database and the four queues wrangler.toml names, writes the id, applies migrations", () => {
+	it("first run creates the database, the four queues and the R2 bucket wrangler.toml names, writes the id, applies migrations", () => {
 		const report = setup();
 		expect(wrangler.creations().sort()).toEqual(
-			["d1 create payment-webhooks", ...QUEUES.map((q) => `queues create ${q}`)].sort(),
+			["d1 create payment-webhooks", ...QUEUES.map((q) => `queues create ${q}`), `r2 bucket create ${BUCKET}`].sort(),
 		);
 		const id = wrangler.databases.get("payment-webhooks");
 		const toml = readFileSync(path.join(dir, "wrangler.toml"), "utf8");
@@ -128,18 +130,21 @@ describe("npm run setup:cloudflare", () => {
 		wrangler.databases.set("payment-webhooks", "abcdabcd-0000-0000-0000-000000000001");
 		setup();
 		expect(wrangler.creations().sort()).toEqual(
-			QUEUES.filter((q) => q !== "webhook-events").map((q) => `queues create ${q}`),
+			[
+				...QUEUES.filter((q) => q !== "webhook-events").map((q) => `queues create ${q}`),
+				`r2 bucket create ${BUCKET}`,
+			].sort(),
 		);
 		expect(readFileSync(path.join(dir, "wrangler.toml"), "utf8")).toContain(
 			'database_id = "abcdabcd-0000-0000-0000-000000000001"',
 		);
 	});
 
-	it("reads every name from wrangler.toml: a renamed queue and an R2 bucket are created as named", () => {
+	it("reads every name from wrangler.toml: a renamed queue and a renamed R2 bucket are created as named", () => {
 		const file = path.join(dir, "wrangler.toml");
 		writeFileSync(
 			file,
-			`${readFileSync(file, "utf8").replaceAll("webhook-events-dlq", "orders-dlq")}\n[[r2_buckets]]\nbinding = "ARCHIVE"\nbucket_name = "webhook-archive"\n`,
+			readFileSync(file, "utf8").replaceAll("webhook-events-dlq", "orders-dlq").replaceAll(BUCKET, "webhook-archive"),
 		);
 		setup();
 		expect(wrangler.creations()).toContain("queues create orders-dlq");
@@ -174,7 +179,7 @@ describe("npm run setup:cloudflare", () => {
 	it("--dry-run lists and prints, and creates, writes and uploads nothing", () => {
 		const before = readFileSync(path.join(dir, "wrangler.toml"), "utf8");
 		const report = setup({ dryRun: true });
-		expect(report.created.length).toBe(5);
+		expect(report.created.length).toBe(6);
 		expect(wrangler.creations()).toEqual([]);
 		expect(wrangler.migrationsApplied).toBe(0);
 		expect(readFileSync(path.join(dir, "wrangler.toml"), "utf8")).toBe(before);
