@@ -53,11 +53,9 @@ export const DELIVERY_COLUMNS = [
 
 // --- ingress (src/ingress/inbox.ts) ---
 
-// In SET, every column reads the row as it was before this statement.
-const REOPEN = "status IN ('failed', 'ignored')";
-const TAKE_TOKEN = `(status = 'received' AND (send_token IS NULL OR send_token_at <= ?13))
-    OR (${REOPEN} AND excluded.status = 'received')`;
-
+// A duplicate writes only columns no index holds, so SQLite rewrites the row and nothing else
+// (one row written: what Workers Free's daily row budget counts). In SET, every column reads the
+// row as it was before this statement.
 const RECORD_SQL = `
 INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
   resource_type, resource_wallet, resource_id, resource_version, received_at, status_at, send_token,
@@ -67,21 +65,47 @@ ON CONFLICT (provider, message_id) DO UPDATE SET
   duplicates = duplicates + 1,
   last_duplicate_at = excluded.received_at,
   provider_attempt = max(coalesce(provider_attempt, 0), coalesce(excluded.provider_attempt, 0)),
-  send_token = CASE WHEN ${TAKE_TOKEN} THEN ?12 ELSE send_token END,
-  send_token_at = CASE WHEN ${TAKE_TOKEN} THEN ?11 ELSE send_token_at END,
-  status = CASE WHEN ${REOPEN} THEN excluded.status ELSE status END,
-  status_at = CASE WHEN ${REOPEN} THEN excluded.status_at ELSE status_at END,
-  event = CASE WHEN ${REOPEN} THEN excluded.event ELSE event END,
-  raw_body = CASE WHEN ${REOPEN} THEN excluded.raw_body ELSE raw_body END,
-  body_bytes = CASE WHEN ${REOPEN} THEN excluded.body_bytes ELSE body_bytes END,
-  headers = CASE WHEN ${REOPEN} THEN excluded.headers ELSE headers END,
-  note = CASE WHEN ${REOPEN} THEN excluded.note ELSE note END,
-  resource_type = CASE WHEN ${REOPEN} THEN excluded.resource_type ELSE resource_type END,
-  resource_wallet = CASE WHEN ${REOPEN} THEN excluded.resource_wallet ELSE resource_wallet END,
-  resource_id = CASE WHEN ${REOPEN} THEN excluded.resource_id ELSE resource_id END,
-  resource_version = CASE WHEN ${REOPEN} THEN excluded.resource_version ELSE resource_version END,
-  event_at = CASE WHEN ${REOPEN} THEN excluded.event_at ELSE event_at END
+  send_token = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
+    THEN ?12 ELSE send_token END,
+  send_token_at = CASE WHEN status = 'received' AND (send_token IS NULL OR send_token_at <= ?13)
+    THEN ?11 ELSE send_token_at END
 RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
+
+/**
+ * The providers' recovery path (docs/design.md, statuses): a re-send of a `failed` or `ignored` row
+ * takes the body and headers as re-sent and goes back to `received` (or stays `ignored` if it
+ * still models nothing). Only the request whose statement moves the row holds the send token, so
+ * concurrent re-sends send once.
+ */
+const REOPEN_SQL = `
+UPDATE deliveries SET status = ?3, status_at = ?4, event = ?5, raw_body = ?6, body_bytes = ?7, headers = ?8,
+  note = ?9, resource_type = ?10, resource_wallet = ?11, resource_id = ?12, resource_version = ?13, event_at = ?14,
+  send_token = ?15, send_token_at = ?4
+WHERE provider = ?1 AND message_id = ?2 AND status IN ('failed', 'ignored')
+RETURNING id, status, duplicates, coalesce(send_token = ?15, 0) AS may_send`;
+
+/** Re-opens a `failed`/`ignored` row with what was re-sent (rows: RecordRow; none if another request did). */
+export function reopenStatement(db: D1Database, d: NewDelivery): D1PreparedStatement {
+	return db
+		.prepare(REOPEN_SQL)
+		.bind(
+			d.provider,
+			d.message_id,
+			d.status,
+			d.received_at,
+			d.event,
+			d.raw_body,
+			d.body_bytes,
+			d.headers,
+			d.note,
+			d.resource_type,
+			d.resource_wallet,
+			d.resource_id,
+			d.resource_version,
+			d.event_at,
+			d.send_token,
+		);
+}
 
 /** The columns a new delivery is written with; on a duplicate only the counters move (and a re-open). */
 export type NewDelivery = Pick<
@@ -110,7 +134,7 @@ export type RecordRow = Pick<DeliveryRow, "id" | "status" | "duplicates"> & { ma
 /**
  * Insert or count a duplicate, and say whether this request holds the send token (rows: RecordRow).
  * A duplicate takes the token over only if the row is still `received` and the token is free or
- * was taken at or before `leaseBefore`, or if it re-opens a `failed`/`ignored` row.
+ * was taken at or before `leaseBefore`. A `failed`/`ignored` row is re-opened apart (reopenStatement).
  */
 export function recordStatement(db: D1Database, d: NewDelivery, leaseBefore: number): D1PreparedStatement {
 	return db

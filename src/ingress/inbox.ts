@@ -11,14 +11,17 @@
  *
  * A re-send of a row that is `failed` or `ignored` is the providers' own recovery path (fix, then
  * replay from their dashboard, same message id): it moves the row back to `received`, with the
- * body and headers as re-sent, and this request sends it (docs/design.md, statuses).
+ * body and headers as re-sent, and this request sends it (docs/design.md, statuses). That path
+ * takes a second round trip; a plain duplicate stays one round trip and one row written.
  */
 import {
 	type EnqueuedMark,
 	markEnqueued,
 	markEnqueuedStatement,
+	type NewDelivery,
 	type RecordRow,
 	recordStatement,
+	reopenStatement,
 } from "../db/deliveries";
 import type { NormalisedEvent } from "../providers/types";
 
@@ -35,7 +38,7 @@ export type RecordOutcome =
 	| { kind: "new"; id: number; mustSend: boolean }
 	| { kind: "duplicate"; id: number; mustSend: boolean; status: string };
 
-/** One D1 round trip: insert or count a duplicate, and say whether this request must send. */
+/** One D1 round trip (two to re-open a failed or ignored row): insert or count a duplicate, and say whether this request must send. */
 export async function recordDelivery(
 	db: D1Database,
 	event: NormalisedEvent,
@@ -46,29 +49,26 @@ export async function recordDelivery(
 ): Promise<RecordOutcome> {
 	const token = crypto.randomUUID();
 	const resource = event.resource;
-	const upsert = recordStatement(
-		db,
-		{
-			provider: event.provider,
-			message_id: event.messageId,
-			event: event.event,
-			status: resource ? "received" : "ignored",
-			raw_body: rawBody,
-			body_bytes: bodyBytes,
-			provider_attempt: event.attempt,
-			resource_type: resource?.type ?? null,
-			resource_wallet: resource ? (resource.wallet ?? "") : null,
-			resource_id: resource?.id ?? null,
-			resource_version: resource?.version ?? null,
-			received_at: nowMs,
-			send_token: resource ? token : null,
-			attempt_ref: event.attemptRef,
-			headers: headersJson,
-			note: event.note,
-			event_at: event.eventAt,
-		},
-		nowMs - SEND_LEASE_MS,
-	);
+	const delivery: NewDelivery = {
+		provider: event.provider,
+		message_id: event.messageId,
+		event: event.event,
+		status: resource ? "received" : "ignored",
+		raw_body: rawBody,
+		body_bytes: bodyBytes,
+		provider_attempt: event.attempt,
+		resource_type: resource?.type ?? null,
+		resource_wallet: resource ? (resource.wallet ?? "") : null,
+		resource_id: resource?.id ?? null,
+		resource_version: resource?.version ?? null,
+		received_at: nowMs,
+		send_token: resource ? token : null,
+		attempt_ref: event.attemptRef,
+		headers: headersJson,
+		note: event.note,
+		event_at: event.eventAt,
+	};
+	const upsert = recordStatement(db, delivery, nowMs - SEND_LEASE_MS);
 	// Marks of earlier requests ride along in the same round trip (see takePendingMarks).
 	const marks = takePendingMarks(db);
 	const row =
@@ -76,10 +76,15 @@ export async function recordDelivery(
 			? await upsert.first<RecordRow>()
 			: (await db.batch<RecordRow>([markEnqueuedStatement(db, marks, nowMs), upsert]))[1]?.results[0];
 	if (!row) throw new Error("inbox upsert returned no row");
-	const mustSend = row.may_send === 1;
-	return row.duplicates === 0
-		? { kind: "new", id: row.id, mustSend }
-		: { kind: "duplicate", id: row.id, mustSend, status: row.status };
+	if (row.duplicates === 0) return { kind: "new", id: row.id, mustSend: row.may_send === 1 };
+	if (row.status === "failed" || row.status === "ignored") {
+		// The rare re-open (a provider's dashboard replay) costs a second round trip, so that the
+		// common duplicate writes no indexed column.
+		const reopened = await reopenStatement(db, delivery).first<RecordRow>();
+		if (reopened)
+			return { kind: "duplicate", id: reopened.id, mustSend: reopened.may_send === 1, status: reopened.status };
+	}
+	return { kind: "duplicate", id: row.id, mustSend: row.may_send === 1, status: row.status };
 }
 
 /**

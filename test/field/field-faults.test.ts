@@ -532,3 +532,21 @@ describe("review fixes", () => {
 		).toBe(405);
 	});
 });
+
+describe("re-opening a failed delivery", () => {
+	it("two concurrent re-sends of a failed delivery send it once; a plain duplicate stays one round trip", async () => {
+		const h = harness();
+		const body = orderEvent("twice-1", { id: "ord_twice", ordVersion: 1, status: "PENDING" });
+		const msg = await ingest(h, "twice-1", { id: "ord_twice", ordVersion: 1, status: "PENDING" });
+		await consume(h, [msg], "webhook-events-dlq");
+		const before = h.events.sent.length;
+		const answers = await Promise.all([call(h, await signedRequest(body)), call(h, await signedRequest(body))]);
+		expect(answers.map((r) => r.status)).toEqual([200, 200]);
+		expect(h.events.sent.length - before).toBe(1);
+		await consume(h, [h.events.sent.at(-1) as QueueMessage]);
+		expect(await rows("SELECT status, duplicates FROM deliveries")).toEqual([{ status: "processed", duplicates: 2 }]);
+		const trips = h.db.roundTrips;
+		expect((await call(h, await signedRequest(body))).status).toBe(200);
+		expect(h.db.roundTrips - trips).toBe(1);
+	});
+});

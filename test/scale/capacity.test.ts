@@ -146,7 +146,7 @@ describe("rows written (meta.rows_written)", () => {
 		expect({ newIngress, applyNew, duplicate, paidIngress, applyPaid, archive }).toEqual({
 			newIngress: 8, // insert: row, 4 indexes, sqlite_sequence; "enqueued" mark: row, status index
 			applyNew: 6, // resource: row, key, updated_at index; delivery processed: row, status index, to-archive index
-			duplicate: 5, // the upsert names indexed columns (re-open path), so SQLite rewrites their entries
+			duplicate: 2, // the upsert sets no indexed column (the re-open is its own statement): the row, and one more D1 counts for the conflicting insert
 			paidIngress: 8,
 			applyPaid: 15, // resource update, delivery, effect row and its indexes, claim, done, settled total
 			archive: 25, // 3 bodies: copy aside, delete (row and indexes), insert back, clear the copy
