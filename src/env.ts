@@ -89,6 +89,9 @@ export const MAX_BODY_BYTES_LIMIT = 1_900_000;
 /** A wider window only widens the replay window of a captured request. */
 export const MAX_TOLERANCE_SECONDS = 3_600;
 
+/** The defaults of the sweep's settings (one place: parseConfig and alertOnlyConfig read them). */
+const DEFAULTS = { sweepStaleSeconds: 300, retentionDays: 30, dedupeRetentionDays: 90 } as const;
+
 export function parseConfig(env: Env): Config {
 	const alert = optional(env.ALERT_WEBHOOK_URL);
 	return {
@@ -97,9 +100,9 @@ export function parseConfig(env: Env): Config {
 			unknown
 		>,
 		alertWebhookUrl: alert === null ? null : outboundUrl("ALERT_WEBHOOK_URL", alert),
-		sweepStaleSeconds: positiveInt("SWEEP_STALE_SECONDS", env.SWEEP_STALE_SECONDS, 300),
-		retentionDays: positiveInt("RETENTION_DAYS", env.RETENTION_DAYS, 30),
-		dedupeRetentionDays: positiveInt("DEDUPE_RETENTION_DAYS", env.DEDUPE_RETENTION_DAYS, 90),
+		sweepStaleSeconds: positiveInt("SWEEP_STALE_SECONDS", env.SWEEP_STALE_SECONDS, DEFAULTS.sweepStaleSeconds),
+		retentionDays: positiveInt("RETENTION_DAYS", env.RETENTION_DAYS, DEFAULTS.retentionDays),
+		dedupeRetentionDays: positiveInt("DEDUPE_RETENTION_DAYS", env.DEDUPE_RETENTION_DAYS, DEFAULTS.dedupeRetentionDays),
 	};
 }
 
@@ -201,13 +204,7 @@ export function alertOnlyConfig(env: Env): Config {
 	} catch {
 		// The alert target is what is broken: the log line is all there is.
 	}
-	return {
-		providerSettings: {} as Config["providerSettings"],
-		alertWebhookUrl,
-		sweepStaleSeconds: 300,
-		retentionDays: 30,
-		dedupeRetentionDays: 90,
-	};
+	return { providerSettings: {} as Config["providerSettings"], alertWebhookUrl, ...DEFAULTS };
 }
 
 /** The variable at fault, or null when the whole configuration parses (`/healthz`, the sweep's alert). */

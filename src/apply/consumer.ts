@@ -29,7 +29,7 @@ import { effectsFor, getProvider, storedHeaders } from "../providers";
 import type { Provider, ResourceSnapshot } from "../providers/types";
 import type { DeliveryMessage, QueueMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
-import { freshSnapshots, oldOrders } from "../reconcile/refresh";
+import { freshSnapshots } from "../reconcile/refresh";
 import { backoff } from "../time";
 import { type ApplyRow, type EffectRow, jsonChunks, sortedKeys } from "./statements";
 
@@ -192,7 +192,7 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 			];
 			// Old BlooBank events are checked against the API first (docs/providers.md 1.6): fresher
 			// snapshots join the same apply batch, after the payloads.
-			const fresh = await freshSnapshots(env, oldOrders(stored.values(), config, nowMs));
+			const fresh = await freshSnapshots(env, stored.values(), config, nowMs);
 			const plan = planBatch([...chunk.map((m) => m.body), ...fresh], stored, config);
 			const statements = planStatements(env.DB, plan, nowMs);
 			const results = statements.length > 0 ? await env.DB.batch<ClaimedEffectRow>(statements) : [];

@@ -67,18 +67,22 @@ export interface OldOrder {
 
 /**
  * BlooBank's best practices: when a long delay elapsed between an event and its processing, GET
- * the resource fresh. For each old order (at most MAX_FRESH_FETCHES, in parallel), the order as
- * BlooBank holds it now, as snapshot messages for the same apply batch: the payload is still
- * applied and marked against what state then holds, so a fresher snapshot makes it `stale`, never
- * `processed` for content it did not carry. Without credentials, or when the API does not
- * answer, nothing is added: the payload alone is applied.
+ * the resource fresh. For the chunk's old BlooBank orders (at most MAX_FRESH_FETCHES, in
+ * parallel), the order as BlooBank holds it now, as snapshot messages for the same apply batch:
+ * the payload is still applied and marked against what state then holds, so a fresher snapshot
+ * makes it `stale`, never `processed` for content it did not carry. Without credentials nothing
+ * is parsed or fetched; when the API does not answer, nothing is added: the payload alone applies.
  */
 export async function freshSnapshots(
 	env: Env,
-	old: readonly OldOrder[],
+	stored: Iterable<{ provider: string; raw_body: string | null; headers: string | null }>,
+	config: Config,
+	nowMs: number,
 	deps: ClientDeps = defaultDeps(),
 ): Promise<SnapshotMessage[]> {
-	if (old.length === 0 || !parseReconcileConfig(env).ok) return [];
+	if (!parseReconcileConfig(env).ok) return [];
+	const old = oldOrders(stored, config, nowMs);
+	if (old.length === 0) return [];
 	const fetched = await Promise.all(
 		old.slice(0, MAX_FRESH_FETCHES).map((o) => fetchOrder(env, o.wallet, o.id, deps).catch(() => null)),
 	);
