@@ -4,7 +4,8 @@ import type { Child } from "hono/jsx";
 import { readMetrics } from "../admin/metrics";
 import { parseCursor } from "../admin/pagination";
 import { getResource, listDeliveries, listEffects } from "../admin/views";
-import { DELIVERY_STATUSES } from "../db/deliveries";
+import { DELIVERY_STATUSES, olderSecretUses } from "../db/deliveries";
+import { lastBeat } from "../db/heartbeats";
 import { startHandRetry } from "../effects/executor";
 import { reconcileEnabled } from "../env";
 import { PROVIDER_NAMES } from "../providers/model";
@@ -161,17 +162,23 @@ function prettyBody(raw: string | null): string {
 	}
 }
 
+/** How far back the rotation status looks (docs/design.md, operator console). */
+const ROTATION_WINDOW_MS = 7 * DAY_MS;
+
 export function pageRoutes(): Hono<ConsoleEnv> {
 	const app = new Hono<ConsoleEnv>();
 
 	app.get("/", async (c) => {
 		const db = c.env.DB;
 		const nowMs = consoleClock.now();
-		// Three round trips, in parallel: the admin metrics batch, the last run, the charts batch.
-		const [metrics, run, charts] = await Promise.all([
+		// Five round trips, in parallel: the admin metrics batch, the last run, the charts batch, the
+		// last sweep, and the rotation status (a small partial index).
+		const [metrics, run, charts, sweepBeat, olderSecrets] = await Promise.all([
 			readMetrics(db, nowMs, null),
 			lastRun(db),
 			readOverviewCharts(db, nowMs),
+			lastBeat(db, "sweep"),
+			olderSecretUses(db, nowMs - ROTATION_WINDOW_MS),
 		]);
 		const config = c.get("config");
 		const firing = charts.alerts.filter((a) => a.firing === 1);
@@ -219,7 +226,9 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 							<dt>Source allow-list</dt>
 							<dd>{config.allowedSourceCidrs ? `${config.allowedSourceCidrs.length} ranges` : "off"}</dd>
 							<dt>Last sweep</dt>
-							<dd class="muted">not recorded</dd>
+							<dd class={sweepBeat && nowMs - sweepBeat.at < 5 * 60_000 ? "" : "warn"}>
+								{sweepBeat ? `${iso(sweepBeat.at)} (${ago(sweepBeat.at, nowMs)})` : "never (the cron has not run)"}
+							</dd>
 							<dt>Last reconcile</dt>
 							<dd>
 								{run ? (
@@ -231,6 +240,33 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 								)}
 							</dd>
 						</dl>
+					</section>
+					<section class="card" aria-labelledby="h-rot">
+						<h2 id="h-rot">Secret rotation</h2>
+						<p class="muted">
+							Deliveries verified by each configured secret, by its position in the list (never its value), over the
+							last 7 days. A secret that verified nothing for 7 days can go.
+						</p>
+						<dl>
+							{configured
+								.filter(([, n]) => n > 1)
+								.flatMap(([p, n]) =>
+									Array.from({ length: n - 1 }, (_, k) => {
+										const use = olderSecrets.find((u) => u.provider === p && u.secret_position === k + 1);
+										return (
+											<>
+												<dt>
+													{p} #{k + 2}
+												</dt>
+												<dd class={use ? "warn" : "ok"}>
+													{use ? `${use.n} deliveries, last ${ago(use.last, nowMs)}` : "none in 7 days: can go"}
+												</dd>
+											</>
+										);
+									}),
+								)}
+						</dl>
+						{configured.every(([, n]) => n < 2) ? <p>One secret per sender: no rotation under way.</p> : null}
 					</section>
 					<section class="card" aria-labelledby="h-del">
 						<h2 id="h-del">Deliveries</h2>

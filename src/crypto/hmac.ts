@@ -37,15 +37,24 @@ export async function verifyAnyHmacSha256(
 	data: Uint8Array,
 	candidates: readonly Uint8Array[],
 ): Promise<boolean> {
+	return (await matchingKey(keys, data, candidates)) !== null;
+}
+
+/** Like verifyAnyHmacSha256, and says which key matched: its position in `keys` (the first that did). */
+export async function matchingKey(
+	keys: readonly Uint8Array[],
+	data: Uint8Array,
+	candidates: readonly Uint8Array[],
+): Promise<number | null> {
 	const usable = candidates.filter((mac) => mac.byteLength === 32);
-	if (usable.length === 0) return false;
-	let match = false;
-	for (const keyBytes of keys) {
+	if (usable.length === 0) return null;
+	let match: number | null = null;
+	for (const [position, keyBytes] of keys.entries()) {
 		const key = await hmacKey(keyBytes);
 		hmacCounter.count++;
 		const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, data));
 		// No early exit: the time spent does not say which candidate or key matched.
-		for (const candidate of usable) if (crypto.subtle.timingSafeEqual(mac, candidate)) match = true;
+		for (const candidate of usable) if (crypto.subtle.timingSafeEqual(mac, candidate)) match ??= position;
 	}
 	return match;
 }

@@ -49,6 +49,7 @@ export const DELIVERY_COLUMNS = [
 	"ack_ms",
 	"event_at",
 	"archived_at",
+	"secret_position",
 ] as const satisfies readonly (keyof DeliveryRow)[];
 
 // --- ingress (src/ingress/inbox.ts) ---
@@ -59,8 +60,8 @@ export const DELIVERY_COLUMNS = [
 const RECORD_SQL = `
 INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
   resource_type, resource_wallet, resource_id, resource_version, received_at, status_at, send_token,
-  send_token_at, attempt_ref, headers, note, event_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17, ?18)
+  send_token_at, attempt_ref, headers, note, event_at, secret_position)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17, ?18, ?19)
 ON CONFLICT (provider, message_id) DO UPDATE SET
   duplicates = duplicates + 1,
   last_duplicate_at = excluded.received_at,
@@ -127,6 +128,7 @@ export type NewDelivery = Pick<
 	| "headers"
 	| "note"
 	| "event_at"
+	| "secret_position"
 >;
 
 export type RecordRow = Pick<DeliveryRow, "id" | "status" | "duplicates"> & { may_send: number };
@@ -158,6 +160,7 @@ export function recordStatement(db: D1Database, d: NewDelivery, leaseBefore: num
 			d.headers,
 			d.note,
 			d.event_at,
+			d.secret_position,
 		);
 }
 
@@ -581,4 +584,24 @@ export function lagHistogramPerHour(db: D1Database, since: number): D1PreparedSt
 	return db
 		.prepare(histogramPerHour("processed_at - event_at", "processed_at IS NOT NULL AND event_at IS NOT NULL"))
 		.bind(since);
+}
+
+/**
+ * Deliveries verified by a secret other than the first of their provider's list, per (provider,
+ * position), since `sinceMs`: the rotation status ("when can the old secret go?"). Reads only the
+ * partial index of such rows, which is empty outside a rotation.
+ */
+export async function olderSecretUses(
+	db: D1Database,
+	sinceMs: number,
+): Promise<{ provider: string; secret_position: number; n: number; last: number }[]> {
+	const { results } = await db
+		.prepare(
+			`SELECT provider, secret_position, count(*) AS n, max(received_at) AS last
+       FROM deliveries INDEXED BY deliveries_older_secret
+       WHERE secret_position > 0 AND received_at >= ?1 GROUP BY provider, secret_position`,
+		)
+		.bind(sinceMs)
+		.all<{ provider: string; secret_position: number; n: number; last: number }>();
+	return results;
 }

@@ -46,6 +46,11 @@ const deliveryColumns = () => ({
 	eventAt: integer("event_at"),
 	/** When the raw body moved to the R2 archive (raw_body is then NULL; src/sweep/archive.ts). */
 	archivedAt: integer("archived_at"),
+	/**
+	 * Which configured secret verified the delivery, by its 0-based position in the provider's
+	 * secrets variable (never the value): the console's rotation status reads it.
+	 */
+	secretPosition: integer("secret_position"),
 });
 
 /**
@@ -64,6 +69,9 @@ export const deliveries = sqliteTable("deliveries", deliveryColumns(), (t) => [
 	index("deliveries_to_archive")
 		.on(t.statusAt)
 		.where(sql`raw_body IS NOT NULL AND status IN ('processed', 'stale', 'ignored')`),
+	// Deliveries verified by any secret but the first: rare outside a rotation, so the rotation
+	// status reads seven days of them without scanning every delivery.
+	index("deliveries_older_secret").on(t.provider, t.secretPosition, t.receivedAt).where(sql`secret_position > 0`),
 ]);
 
 /**
@@ -231,4 +239,12 @@ export const reconcileWatermarks = sqliteTable("reconcile_watermarks", {
 	wallet: text("wallet").primaryKey(),
 	completedTo: integer("completed_to").notNull(),
 	runId: text("run_id").notNull(),
+});
+
+/** Last runs of periodic work, one row each (the sweep: when it last ran and what it did). */
+export const heartbeats = sqliteTable("heartbeats", {
+	name: text("name").primaryKey(),
+	at: integer("at").notNull(),
+	/** JSON summary of the run. */
+	detail: text("detail").notNull(),
 });

@@ -46,6 +46,8 @@ export async function recordDelivery(
 	bodyBytes: number,
 	headersJson: string | null,
 	nowMs: number,
+	/** Which configured secret verified it (0-based position), for the rotation status. */
+	secretPosition: number | null = null,
 ): Promise<RecordOutcome> {
 	const token = crypto.randomUUID();
 	const resource = event.resource;
@@ -67,6 +69,7 @@ export async function recordDelivery(
 		headers: headersJson,
 		note: event.note,
 		event_at: event.eventAt,
+		secret_position: secretPosition,
 	};
 	const upsert = recordStatement(db, delivery, nowMs - SEND_LEASE_MS);
 	// Marks of earlier requests ride along in the same round trip (see takePendingMarks).

@@ -9,7 +9,7 @@ import { isMissingSchema, MIGRATIONS_HINT } from "../db/health";
 import type { Env, WebhookConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { keptHeadersJson } from "../providers";
-import { verifySigned } from "../providers/signature";
+import { verifiedBy } from "../providers/signature";
 import type { Provider } from "../providers/types";
 import { deliveryMessage } from "../queue/messages";
 import { ANSWERS, type Ending, type Outcome } from "./answers";
@@ -69,7 +69,7 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 	const size = body.bytes.byteLength;
 
 	// Invariant 1: nothing below this line runs for an unverified body.
-	const verified = await verifySigned(check, body.bytes, config.keys[provider.name]);
+	const verified = await verifiedBy(check, body.bytes, config.keys[provider.name]);
 	if (!verified.ok) return receipt(verified.reason, { size });
 
 	const text = decodeUtf8(body.bytes);
@@ -85,7 +85,8 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 		// The clock at the write, not at the request's start: the send lease (SEND_LEASE_MS) runs
 		// from here, so a slow upload does not eat into it.
 		const writtenAt = Date.now();
-		outcome = await recordDelivery(env.DB, event, text, size, keptHeadersJson(provider, request.headers), writtenAt);
+		const kept = keptHeadersJson(provider, request.headers);
+		outcome = await recordDelivery(env.DB, event, text, size, kept, writtenAt, verified.position);
 	} catch (err) {
 		const missing = isMissingSchema(err);
 		log("error", missing ? "migrations_not_applied" : "inbox_write_failed", {

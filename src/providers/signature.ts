@@ -9,7 +9,7 @@
 
 import type { WebhookConfig } from "../config";
 import { hexToBytes } from "../crypto/encoding";
-import { verifyAnyHmacSha256 } from "../crypto/hmac";
+import { matchingKey } from "../crypto/hmac";
 
 /** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
 export const VERIFY_FAILURES = [
@@ -58,11 +58,20 @@ export async function verifySigned(
 	body: Uint8Array,
 	keys: readonly Uint8Array[],
 ): Promise<VerifyResult> {
+	const r = await verifiedBy(check, body, keys);
+	return r.ok ? { ok: true } : r;
+}
+
+/** verifySigned, saying which configured secret (by position) verified it: the rotation status. */
+export async function verifiedBy(
+	check: SignatureCheck,
+	body: Uint8Array,
+	keys: readonly Uint8Array[],
+): Promise<{ ok: true; position: number } | { ok: false; reason: VerifyFailure }> {
 	if (!check.ok) return check;
 	if (check.candidates.length === 0) return { ok: false, reason: "no_supported_signature" };
-	return (await verifyAnyHmacSha256(keys, check.signedContent(body), check.candidates))
-		? { ok: true }
-		: { ok: false, reason: "signature_mismatch" };
+	const position = await matchingKey(keys, check.signedContent(body), check.candidates);
+	return position === null ? { ok: false, reason: "signature_mismatch" } : { ok: true, position };
 }
 
 const V1_HEX = /^[0-9a-fA-F]{64}$/;

@@ -10,6 +10,7 @@
  */
 
 import { releaseSendTokens, takeStuckDeliveries } from "../db/deliveries";
+import { beat } from "../db/heartbeats";
 import { retryPendingEffects } from "../effects/executor";
 import { type Config, configProblem, type Env } from "../env";
 import { SEND_LEASE_MS } from "../ingress/inbox";
@@ -102,6 +103,20 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 		report.alerts = await runAlerts(env, config, nowMs, signals);
 	} catch (err) {
 		log("error", "sweep_alerts_failed", { error: errorMessage(err) });
+	}
+	try {
+		// One row written a minute: the console's "last sweep" (a sweep that stopped running is
+		// otherwise invisible until its backlog alerts).
+		const { resent, effectsDone, effectsFailed, databaseBytes } = report;
+		await beat(env.DB, "sweep", nowMs, {
+			resent,
+			effectsDone,
+			effectsFailed,
+			databaseBytes,
+			alerts: report.alerts.length,
+		});
+	} catch (err) {
+		log("error", "sweep_heartbeat_failed", { error: errorMessage(err) });
 	}
 	return report;
 }

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ACCESS_KEY, BASE_URL, FakeBlooBank, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
 import { consoleClock, SESSION_TTL_MS } from "../../src/console/session";
+import { getConfig } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
+import { sweep } from "../../src/sweep/sweep";
 import { ALERT_URL } from "../support/alert-target";
 import { consume, ingest } from "../support/apply";
 import { orderEvent, signedRequest } from "../support/bloobank";
@@ -443,5 +445,42 @@ describe("Check with BlooBank", () => {
 		} finally {
 			spy.mockRestore();
 		}
+	});
+});
+
+describe("overview: secret rotation and the last sweep", () => {
+	it("counts deliveries verified by each secret but the first, by position, and says when the old one can go", async () => {
+		const h = harness({ ADMIN_TOKEN: TOKEN });
+		const cookie = await session(h);
+		expect((await page(h, "/console", cookie)).html).toContain("none in 7 days: can go");
+		const old = TEST_SECRETS.bloobank[1];
+		expect(
+			(
+				await call(
+					h,
+					await signedRequest(orderEvent("rot-1", { id: "o-rot", ordVersion: 1, status: "PENDING" }), { secret: old }),
+				)
+			).status,
+		).toBe(200);
+		expect(
+			(await call(h, await signedRequest(orderEvent("rot-2", { id: "o-rot", ordVersion: 2, status: "PENDING" }))))
+				.status,
+		).toBe(200);
+		expect(await rows("SELECT message_id, secret_position FROM deliveries ORDER BY id")).toEqual([
+			{ message_id: "rot-1", secret_position: 1 },
+			{ message_id: "rot-2", secret_position: 0 },
+		]);
+		const { html } = await page(h, "/console", cookie);
+		expect(html).toMatch(/bloobank #2<\/dt>\s*<dd class="warn">1 deliveries, last \d+ s ago/);
+		expect(html).not.toContain(old);
+	});
+
+	it("shows when the sweep last ran", async () => {
+		const h = harness({ ADMIN_TOKEN: TOKEN });
+		const cookie = await session(h);
+		expect((await page(h, "/console", cookie)).html).toContain("never (the cron has not run)");
+		await sweep(h.env, getConfig(h.env), Date.now());
+		expect(await rows("SELECT name FROM heartbeats")).toEqual([{ name: "sweep" }]);
+		expect((await page(h, "/console", cookie)).html).not.toContain("never (the cron has not run)");
 	});
 });
