@@ -10,6 +10,7 @@ import { type Cidr, parseCidr } from "./ingress/cidr";
 import { providers } from "./providers";
 import type { ProviderName } from "./providers/model";
 import type { Provider } from "./providers/types";
+import type { Result } from "./result";
 
 export type { Env } from "./bindings";
 export { type Config, ConfigError, type WebhookConfig } from "./config";
@@ -234,7 +235,7 @@ export function reconcileEnabled(env: Env): boolean {
 	return list(env.BLOOBANK_WALLETS).length > 0;
 }
 
-export type ReconcileConfigResult = { ok: true; config: ReconcileConfig } | { ok: false; error: string };
+export type ReconcileConfigResult = Result<{ config: ReconcileConfig }, { error: string }>;
 
 export function parseReconcileConfig(env: Env): ReconcileConfigResult {
 	const fail = (error: string): ReconcileConfigResult => ({ ok: false, error });

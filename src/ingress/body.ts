@@ -3,7 +3,9 @@
  * than `limit` bytes: a declared Content-Length over the limit is refused before reading, and a
  * stream that runs past the limit is cancelled as soon as it does.
  */
-export type BodyResult = { ok: true; bytes: Uint8Array } | { ok: false; reason: "too_large"; size: number };
+import type { Result } from "../result";
+
+export type BodyResult = Result<{ bytes: Uint8Array }, { reason: "too_large"; size: number }>;
 
 export async function readBodyCapped(message: Request | Response, limit: number): Promise<BodyResult> {
 	const declared = Number(message.headers.get("content-length") ?? Number.NaN);

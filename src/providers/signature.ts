@@ -10,6 +10,7 @@
 import type { WebhookConfig } from "../config";
 import { hexToBytes } from "../crypto/encoding";
 import { matchingKey } from "../crypto/hmac";
+import type { Done, Result } from "../result";
 
 /** Reason codes are recorded in the rejection log; the wire only ever sees an empty 401. */
 export const VERIFY_FAILURES = [
@@ -24,20 +25,20 @@ export const VERIFY_FAILURES = [
 ] as const;
 export type VerifyFailure = (typeof VERIFY_FAILURES)[number];
 
-export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
+export type VerifyResult = Result<Done, { reason: VerifyFailure }>;
 
 /** Items past this many are ignored, so a header of thousands of items costs nothing more. */
 export const MAX_SIGNATURE_ITEMS = 16;
 
-export type SignatureCheck =
-	| { ok: false; reason: VerifyFailure }
-	| {
-			ok: true;
-			/** The decoded signatures to compare against. */
-			candidates: Uint8Array[];
-			/** The bytes the sender signed, given the raw body exactly as received. */
-			signedContent(body: Uint8Array): Uint8Array;
-	  };
+export type SignatureCheck = Result<
+	{
+		/** The decoded signatures to compare against. */
+		candidates: Uint8Array[];
+		/** The bytes the sender signed, given the raw body exactly as received. */
+		signedContent(body: Uint8Array): Uint8Array;
+	},
+	{ reason: VerifyFailure }
+>;
 
 export interface SignatureInput {
 	headers: Headers;
@@ -67,7 +68,7 @@ export async function verifiedBy(
 	check: SignatureCheck,
 	body: Uint8Array,
 	keys: readonly Uint8Array[],
-): Promise<{ ok: true; position: number } | { ok: false; reason: VerifyFailure }> {
+): Promise<Result<{ position: number }, { reason: VerifyFailure }>> {
 	if (!check.ok) return check;
 	if (check.candidates.length === 0) return { ok: false, reason: "no_supported_signature" };
 	const position = await matchingKey(keys, check.signedContent(body), check.candidates);

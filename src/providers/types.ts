@@ -4,6 +4,7 @@
  */
 import type { Env, EnvVar } from "../bindings";
 import type { EffectSeed } from "../effects/rules";
+import type { Result } from "../result";
 import type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
 import type { SignatureCheck, SignatureInput } from "./signature";
 
@@ -18,7 +19,7 @@ export { VERIFY_FAILURES, type VerifyFailure, type VerifyResult } from "./signat
  */
 export type ParseFailure = "invalid_json" | "not_an_object" | "missing_message_id";
 
-export type ParseResult = { ok: true; event: NormalisedEvent } | { ok: false; reason: ParseFailure; detail?: string };
+export type ParseResult = Result<{ event: NormalisedEvent }, { reason: ParseFailure; detail?: string }>;
 
 /**
  * One sender, in one file: its secrets variable and how a secret becomes an HMAC key, its own

@@ -18,6 +18,7 @@ async function readCapped(res: Response, cap: number): Promise<Uint8Array | null
 	return body.ok ? body.bytes : null;
 }
 
+import type { Result } from "../result";
 import { backoff } from "../time";
 
 /** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
@@ -46,7 +47,7 @@ export type ApiError =
 	| { kind: "unauthenticated"; httpStatus: number; code: string; message: string }
 	| { kind: "rejected"; httpStatus: number; code: string; reason: string | null; message: string };
 
-export type ApiResult<T> = { ok: true; value: T } | { ok: false; error: ApiError };
+export type ApiResult<T> = Result<{ value: T }, { error: ApiError }>;
 
 export interface OrdersPage {
 	items: unknown[];

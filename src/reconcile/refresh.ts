@@ -9,11 +9,13 @@ import { storedHeaders } from "../providers";
 import { type BlooBankSettings, blooBankOrderSnapshot, parseBlooBank } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/model";
 import type { SnapshotMessage } from "../queue/messages";
+import type { Result } from "../result";
 import { BlooBankClient, type ClientDeps, defaultDeps } from "./client";
 
-export type FetchResult =
-	| { ok: true; snapshot: ResourceSnapshot }
-	| { ok: false; reason: "not_configured" | "not_found" | "unavailable" | "not_an_order"; message: string };
+export type FetchResult = Result<
+	{ snapshot: ResourceSnapshot },
+	{ reason: "not_configured" | "not_found" | "unavailable" | "not_an_order"; message: string }
+>;
 
 /** The order as BlooBank holds it now, or why not. Makes one signed request (retried inside). */
 export async function fetchOrder(
