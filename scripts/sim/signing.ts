@@ -1,8 +1,11 @@
 /**
- * How each provider signs a delivery (docs/providers.md), written for the simulator and the
- * send-test-event tool. WebCrypto only, so it runs in Node and in workerd (the tests check it
- * against the receiver's own verification).
+ * How each provider signs a delivery (docs/providers.md): the one signer per scheme, shared by
+ * the simulator, the send-test-event tool and the tests (test/support/senders.ts). WebCrypto, and
+ * the Standard Webhooks reference library for that scheme, so it runs in Node and in workerd; it
+ * is written from the providers' rules, independently of src/, and the tests check it against the
+ * receiver's verification and against known-answer vectors.
  */
+import { Webhook } from "standardwebhooks";
 
 /** Every message id and resource id the tools send starts with this: the console and admin API can tell them apart. */
 export const SIMULATED_PREFIX = "sim_";
@@ -20,7 +23,6 @@ async function hmac(key: Uint8Array, message: string): Promise<Uint8Array> {
 }
 
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
-const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
 const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 /** Padded, unpadded or URL-safe base64, as the receiver accepts it (src/crypto/encoding.ts). */
 const unb64Lenient = (s: string) => {
@@ -65,15 +67,13 @@ export async function signDelivery(
 				"x-pazy-webhook-attempt": String(attempt),
 			};
 		}
-		case "standard": {
-			const t = String(Math.floor(nowMs / 1000));
-			const key = unb64(secret.startsWith("whsec_") ? secret.slice(6) : secret);
+		case "standard":
+			// The specification's reference library signs (and accepts `whsec_` with or without it).
 			return {
 				"webhook-id": messageId,
-				"webhook-timestamp": t,
-				"webhook-signature": `v1,${b64(await hmac(key, `${messageId}.${t}.${body}`))}`,
+				"webhook-timestamp": String(Math.floor(nowMs / 1000)),
+				"webhook-signature": new Webhook(secret).sign(messageId, new Date(nowMs), body),
 			};
-		}
 	}
 }
 

@@ -1,4 +1,5 @@
 /** A test-side BlooBank sender: signs like docs/providers.md 1.2 says, independently of src/. */
+import { signDelivery } from "../../scripts/sim/signing";
 import { TEST_SECRETS } from "../vars";
 
 export const SECRET = TEST_SECRETS.bloobank[0];
@@ -62,11 +63,11 @@ export interface SignOptions {
 
 export async function signedRequest(body: string | object, opts: SignOptions = {}): Promise<Request> {
 	const raw = typeof body === "string" ? body : JSON.stringify(body);
-	const ts = String(opts.timestampMs ?? Date.now());
-	const sig = await hmacHex(opts.secret ?? SECRET, `${ts}.${raw}`);
+	const signed = await signDelivery("bloobank", opts.secret ?? SECRET, raw, "", opts.timestampMs ?? Date.now());
 	const headers: Record<string, string> = { "content-type": "application/json", ...opts.headers };
-	const sigHeader = opts.signatureHeader === undefined ? `t=${ts},v1=${sig}` : opts.signatureHeader;
-	const tsHeader = opts.timestampHeader === undefined ? ts : opts.timestampHeader;
+	const sigHeader =
+		opts.signatureHeader === undefined ? (signed["x-bloobank-signature"] ?? null) : opts.signatureHeader;
+	const tsHeader = opts.timestampHeader === undefined ? (signed["x-bloobank-timestamp"] ?? null) : opts.timestampHeader;
 	if (sigHeader !== null) headers["x-bloobank-signature"] = sigHeader;
 	if (tsHeader !== null) headers["x-bloobank-timestamp"] = tsHeader;
 	return new Request(`https://receiver.test${opts.path ?? "/webhooks/bloobank"}`, {

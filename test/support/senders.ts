@@ -1,11 +1,10 @@
 /**
  * Test-side senders for the conformance suite: each builds its provider's envelopes and signs
- * them as docs/providers.md says, independently of src/ (Standard Webhooks through the official
- * `standardwebhooks` package).
+ * them with the one signer per scheme (scripts/sim/signing.ts), written from docs/providers.md
+ * independently of src/ (Standard Webhooks through the specification's reference library).
  */
-import { Webhook } from "standardwebhooks";
+import { type SimProvider, signDelivery } from "../../scripts/sim/signing";
 import { TEST_SECRETS } from "../vars";
-import { hmacHex } from "./bloobank";
 
 export interface SignOptions {
 	secret?: string;
@@ -52,11 +51,7 @@ export const bloobankSender: Sender = {
 		JSON.stringify({ event: "balance.updated", messageId, data: { wallet: "w1", balance: 1 } }),
 	malformed: (messageId) =>
 		JSON.stringify({ event: "payment_order.success", messageId, data: { ordVersion: 1, status: "SUCCESS" } }),
-	async headers(body, o) {
-		const ts = String(o.nowMs ?? Date.now());
-		const sig = await hmacHex(o.secret ?? TEST_SECRETS.bloobank[0], `${ts}.${o.signedBody ?? body}`);
-		return { "x-bloobank-timestamp": ts, "x-bloobank-signature": `t=${ts},v1=${sig}` };
-	},
+	headers: (body, o) => sign("bloobank", body, o),
 };
 
 export const boldSender: Sender = {
@@ -99,9 +94,7 @@ export const boldSender: Sender = {
 			minorVersion: 0,
 			payload: {},
 		}),
-	async headers(body, o) {
-		return { "x-hmac-signature": await hmacHex(o.secret ?? TEST_SECRETS.bold[0], o.signedBody ?? body) };
-	},
+	headers: (body, o) => sign("bold", body, o),
 };
 
 export const pazySender: Sender = {
@@ -121,11 +114,7 @@ export const pazySender: Sender = {
 		JSON.stringify({ id: messageId, type: "payout.created", createdAt: at(1), data: { payoutId: "p" } }),
 	malformed: (messageId) =>
 		JSON.stringify({ id: messageId, type: "payment.succeeded", createdAt: at(1), data: { status: "x" } }),
-	async headers(body, o) {
-		const t = String(Math.floor((o.nowMs ?? Date.now()) / 1000));
-		const sig = await hmacHex(o.secret ?? TEST_SECRETS.pazy[0], `${t}.${o.signedBody ?? body}`);
-		return { "x-pazy-signature": `t=${t},v1=${sig}`, "x-pazy-webhook-attempt": "1" };
-	},
+	headers: (body, o) => sign("pazy", body, o),
 };
 
 export const standardSender: Sender = {
@@ -139,16 +128,14 @@ export const standardSender: Sender = {
 		JSON.stringify({ type: `invoice.${status.toLowerCase()}`, timestamp: at(version), data: { id, status } }),
 	unmodelled: () => JSON.stringify({ type: "ping", data: {} }),
 	malformed: () => JSON.stringify({ type: "order.paid", data: { status: "x" } }),
-	async headers(body, o) {
-		const date = new Date(o.nowMs ?? Date.now());
-		const signature = new Webhook(o.secret ?? TEST_SECRETS.standard[0]).sign(o.messageId, date, o.signedBody ?? body);
-		return {
-			"webhook-id": o.messageId,
-			"webhook-timestamp": String(Math.floor(date.getTime() / 1000)),
-			"webhook-signature": signature,
-		};
-	},
+	headers: (body, o) => sign("standard", body, o),
 };
+
+/** The one signer per scheme (scripts/sim/signing.ts), as every sender here signs. */
+function sign(provider: SimProvider, body: string, o: SignOptions): Promise<Record<string, string>> {
+	const secret = o.secret ?? TEST_SECRETS[provider][0];
+	return signDelivery(provider, secret, o.signedBody ?? body, o.messageId, o.nowMs ?? Date.now());
+}
 
 export const SENDERS: readonly Sender[] = [bloobankSender, boldSender, pazySender, standardSender];
 
