@@ -43,7 +43,7 @@ table{border-collapse:collapse;width:100%;font-size:.92rem}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{color:var(--muted);font-weight:600}
 .scroll{overflow-x:auto}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:.75rem}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:.75rem}
 .card{border:1px solid var(--line);border-radius:6px;padding:.6rem .8rem;background:var(--panel)}
 .card h2{margin:0 0 .4rem;font-size:1rem}
 .big{font-size:1.6rem;font-weight:600}
@@ -152,4 +152,22 @@ export function ago(ms: number | null | undefined, nowMs: number): string {
 	if (s < 7200) return `${Math.round(s / 60)} min ago`;
 	if (s < 172_800) return `${Math.round(s / 3600)} h ago`;
 	return `${Math.round(s / 86_400)} d ago`;
+}
+
+/** A scrollable table with its column headings; the rows are the children. */
+export function Table(p: { heads: readonly string[]; children?: Child }) {
+	return (
+		<div class="scroll">
+			<table>
+				<thead>
+					<tr>
+						{p.heads.map((h) => (
+							<th scope="col">{h}</th>
+						))}
+					</tr>
+				</thead>
+				<tbody>{p.children}</tbody>
+			</table>
+		</div>
+	);
 }

@@ -15,7 +15,7 @@ import { refreshOrder } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { BarChart, COLOURS, LineChart, type Series } from "./charts";
 import type { ConsoleContext, ConsoleEnv } from "./env";
-import { ago, iso, Page, PostButton } from "./layout";
+import { ago, iso, Page, PostButton, Table } from "./layout";
 import {
 	DAY_MS,
 	type DeliveryListRow,
@@ -118,38 +118,22 @@ function DeliveryTable(p: {
 	);
 	if (rows.length === 0) return <p class="muted">No deliveries match.</p>;
 	return (
-		<div class="scroll">
-			<table>
-				<thead>
-					<tr>
-						<th scope="col">Received</th>
-						<th scope="col">Provider</th>
-						<th scope="col">Message id</th>
-						<th scope="col">Event</th>
-						<th scope="col">Status</th>
-						<th scope="col">Attempts</th>
-						<th scope="col">Duplicates</th>
-						<th scope="col">Last error</th>
-					</tr>
-				</thead>
-				<tbody>
-					{rows.map((r) => (
-						<tr>
-							<td>{r.receivedAt}</td>
-							<td>{r.provider}</td>
-							<td>
-								<a href={deliveryHref(r.provider, r.messageId)}>{r.messageId}</a>
-							</td>
-							<td>{r.event}</td>
-							<td class={statusClass(r.status)}>{r.status}</td>
-							<td>{r.attempts}</td>
-							<td>{r.duplicates}</td>
-							<td>{r.lastError ?? ""}</td>
-						</tr>
-					))}
-				</tbody>
-			</table>
-		</div>
+		<Table heads={["Received", "Provider", "Message id", "Event", "Status", "Attempts", "Duplicates", "Last error"]}>
+			{rows.map((r) => (
+				<tr>
+					<td>{r.receivedAt}</td>
+					<td>{r.provider}</td>
+					<td>
+						<a href={deliveryHref(r.provider, r.messageId)}>{r.messageId}</a>
+					</td>
+					<td>{r.event}</td>
+					<td class={statusClass(r.status)}>{r.status}</td>
+					<td>{r.attempts}</td>
+					<td>{r.duplicates}</td>
+					<td>{r.lastError ?? ""}</td>
+				</tr>
+			))}
+		</Table>
 	);
 }
 
@@ -241,33 +225,6 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 							</dd>
 						</dl>
 					</section>
-					<section class="card" aria-labelledby="h-rot">
-						<h2 id="h-rot">Secret rotation</h2>
-						<p class="muted">
-							Deliveries verified by each configured secret, by its position in the list (never its value), over the
-							last 7 days. A secret that verified nothing for 7 days can go.
-						</p>
-						<dl>
-							{configured
-								.filter(([, n]) => n > 1)
-								.flatMap(([p, n]) =>
-									Array.from({ length: n - 1 }, (_, k) => {
-										const use = olderSecrets.find((u) => u.provider === p && u.secret_position === k + 1);
-										return (
-											<>
-												<dt>
-													{p} #{k + 2}
-												</dt>
-												<dd class={use ? "warn" : "ok"}>
-													{use ? `${use.n} deliveries, last ${ago(use.last, nowMs)}` : "none in 7 days: can go"}
-												</dd>
-											</>
-										);
-									}),
-								)}
-						</dl>
-						{configured.every(([, n]) => n < 2) ? <p>One secret per sender: no rotation under way.</p> : null}
-					</section>
 					<section class="card" aria-labelledby="h-del">
 						<h2 id="h-del">Deliveries</h2>
 						<p class="big">{metrics.deliveries.total}</p>
@@ -334,6 +291,33 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 						<p>
 							<a href="/console/alerts">All alerts</a>
 						</p>
+					</section>
+					<section class="card" aria-labelledby="h-rot">
+						<h2 id="h-rot">Secret rotation</h2>
+						<p class="muted">
+							Deliveries verified by each configured secret, by its position in the list (never its value), over the
+							last 7 days. A secret that verified nothing for 7 days can go.
+						</p>
+						<dl>
+							{configured
+								.filter(([, n]) => n > 1)
+								.flatMap(([p, n]) =>
+									Array.from({ length: n - 1 }, (_, k) => {
+										const use = olderSecrets.find((u) => u.provider === p && u.secret_position === k + 1);
+										return (
+											<>
+												<dt>
+													{p} #{k + 2}
+												</dt>
+												<dd class={use ? "warn" : "ok"}>
+													{use ? `${use.n} deliveries, last ${ago(use.last, nowMs)}` : "none in 7 days: can go"}
+												</dd>
+											</>
+										);
+									}),
+								)}
+						</dl>
+						{configured.every(([, n]) => n < 2) ? <p>One secret per sender: no rotation under way.</p> : null}
 					</section>
 				</div>
 				<h2>Last 24 hours</h2>
@@ -649,38 +633,23 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 				{history.length === 0 ? (
 					<p class="muted">None stored (reconciliation may have written it, or the rows aged out).</p>
 				) : (
-					<div class="scroll">
-						<table>
-							<thead>
-								<tr>
-									<th scope="col">Version</th>
-									<th scope="col">Message id</th>
-									<th scope="col">Event</th>
-									<th scope="col">Status</th>
-									<th scope="col">Event time</th>
-									<th scope="col">Received</th>
-									<th scope="col">Processed</th>
-								</tr>
-							</thead>
-							<tbody>
-								{history.map((h) => (
-									<tr>
-										<td>{h.resource_version}</td>
-										<td>
-											<a href={deliveryHref(provider, h.message_id)}>{h.message_id}</a>
-										</td>
-										<td>{h.event}</td>
-										<td class={statusClass(h.status)}>
-											{h.status === "stale" ? "stale (older than the stored version, not applied)" : h.status}
-										</td>
-										<td>{iso(h.event_at)}</td>
-										<td>{iso(h.received_at)}</td>
-										<td>{iso(h.processed_at)}</td>
-									</tr>
-								))}
-							</tbody>
-						</table>
-					</div>
+					<Table heads={["Version", "Message id", "Event", "Status", "Event time", "Received", "Processed"]}>
+						{history.map((h) => (
+							<tr>
+								<td>{h.resource_version}</td>
+								<td>
+									<a href={deliveryHref(provider, h.message_id)}>{h.message_id}</a>
+								</td>
+								<td>{h.event}</td>
+								<td class={statusClass(h.status)}>
+									{h.status === "stale" ? "stale (older than the stored version, not applied)" : h.status}
+								</td>
+								<td>{iso(h.event_at)}</td>
+								<td>{iso(h.received_at)}</td>
+								<td>{iso(h.processed_at)}</td>
+							</tr>
+						))}
+					</Table>
 				)}
 				<h2>State</h2>
 				<pre>
@@ -710,40 +679,25 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 			items.length === 0 ? (
 				<p class="muted">None.</p>
 			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th scope="col">Id</th>
-								<th scope="col">Kind</th>
-								<th scope="col">Resource</th>
-								<th scope="col">Attempts</th>
-								<th scope="col">Last error</th>
-								<th scope="col">Created</th>
-								{retry && <th scope="col">Action</th>}
-							</tr>
-						</thead>
-						<tbody>
-							{items.map((e) => (
-								<tr>
-									<td>{e.id}</td>
-									<td>{e.kind}</td>
-									<td>
-										{e.provider} {e.resource.type} {e.resource.id}
-									</td>
-									<td>{e.attempts}</td>
-									<td class={e.lastError ? "bad" : ""}>{e.lastError ?? ""}</td>
-									<td>{e.createdAt}</td>
-									{retry && (
-										<td>
-											<PostButton action={`/console/effects/${e.id}/retry`} csrf={c.get("csrf")} label="Retry" />
-										</td>
-									)}
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
+				<Table heads={["Id", "Kind", "Resource", "Attempts", "Last error", "Created", ...(retry ? ["Action"] : [])]}>
+					{items.map((e) => (
+						<tr>
+							<td>{e.id}</td>
+							<td>{e.kind}</td>
+							<td>
+								{e.provider} {e.resource.type} {e.resource.id}
+							</td>
+							<td>{e.attempts}</td>
+							<td class={e.lastError ? "bad" : ""}>{e.lastError ?? ""}</td>
+							<td>{e.createdAt}</td>
+							{retry && (
+								<td>
+									<PostButton action={`/console/effects/${e.id}/retry`} csrf={c.get("csrf")} label="Retry" />
+								</td>
+							)}
+						</tr>
+					))}
+				</Table>
 			);
 		return render(
 			c,
@@ -884,30 +838,18 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 			alerts.length === 0 ? (
 				<p class="muted">No alert has fired yet.</p>
 			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th scope="col">Alert</th>
-								<th scope="col">State</th>
-								<th scope="col">Since</th>
-								<th scope="col">Detail</th>
-							</tr>
-						</thead>
-						<tbody>
-							{alerts.map((a) => (
-								<tr>
-									<td>{a.name}</td>
-									<td class={a.firing ? "bad" : "ok"}>{a.firing ? "firing" : "resolved"}</td>
-									<td>
-										{iso(a.since)} ({ago(a.since, nowMs)})
-									</td>
-									<td>{a.detail ?? ""}</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
+				<Table heads={["Alert", "State", "Since", "Detail"]}>
+					{alerts.map((a) => (
+						<tr>
+							<td>{a.name}</td>
+							<td class={a.firing ? "bad" : "ok"}>{a.firing ? "firing" : "resolved"}</td>
+							<td>
+								{iso(a.since)} ({ago(a.since, nowMs)})
+							</td>
+							<td>{a.detail ?? ""}</td>
+						</tr>
+					))}
+				</Table>
 			),
 		);
 	});
@@ -948,32 +890,18 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 				{samples.length === 0 ? (
 					<p class="muted">None.</p>
 				) : (
-					<div class="scroll">
-						<table>
-							<thead>
-								<tr>
-									<th scope="col">At</th>
-									<th scope="col">Provider</th>
-									<th scope="col">Reason</th>
-									<th scope="col">Status</th>
-									<th scope="col">Size</th>
-									<th scope="col">Client</th>
-								</tr>
-							</thead>
-							<tbody>
-								{samples.map((s) => (
-									<tr>
-										<td>{iso(s.at)}</td>
-										<td>{s.provider}</td>
-										<td>{s.reason}</td>
-										<td>{s.status}</td>
-										<td>{s.size}</td>
-										<td>{s.ip ?? "—"}</td>
-									</tr>
-								))}
-							</tbody>
-						</table>
-					</div>
+					<Table heads={["At", "Provider", "Reason", "Status", "Size", "Client"]}>
+						{samples.map((s) => (
+							<tr>
+								<td>{iso(s.at)}</td>
+								<td>{s.provider}</td>
+								<td>{s.reason}</td>
+								<td>{s.status}</td>
+								<td>{s.size}</td>
+								<td>{s.ip ?? "—"}</td>
+							</tr>
+						))}
+					</Table>
 				)}
 			</>,
 		);
