@@ -171,3 +171,27 @@ export function Table(p: { heads: readonly string[]; children?: Child }) {
 		</div>
 	);
 }
+
+/** A labelled select of `options` (with "any" first when `any`), for the filter forms. */
+export function Choice(p: {
+	id: string;
+	label: string;
+	name: string;
+	options: readonly string[];
+	selected: string | null | undefined;
+	any?: boolean;
+}) {
+	return (
+		<label for={p.id}>
+			{p.label}
+			<select id={p.id} name={p.name}>
+				{p.any ? <option value="">any</option> : null}
+				{p.options.map((o) => (
+					<option value={o} selected={o === p.selected}>
+						{o}
+					</option>
+				))}
+			</select>
+		</label>
+	);
+}

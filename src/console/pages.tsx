@@ -15,7 +15,7 @@ import { refreshOrder } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { BarChart, COLOURS, LineChart, type Series } from "./charts";
 import type { ConsoleContext, ConsoleEnv } from "./env";
-import { ago, iso, Page, PostButton, Table } from "./layout";
+import { ago, Choice, iso, Page, PostButton, Table } from "./layout";
 import {
 	DAY_MS,
 	type DeliveryListRow,
@@ -379,28 +379,8 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 			"Deliveries",
 			<>
 				<form class="filters" method="get" action="/console/deliveries">
-					<label for="f-provider">
-						Provider
-						<select id="f-provider" name="provider">
-							<option value="">any</option>
-							{PROVIDER_NAMES.map((p) => (
-								<option value={p} selected={p === provider}>
-									{p}
-								</option>
-							))}
-						</select>
-					</label>
-					<label for="f-status">
-						Status
-						<select id="f-status" name="status">
-							<option value="">any</option>
-							{DELIVERY_STATUSES.map((s) => (
-								<option value={s} selected={s === status}>
-									{s}
-								</option>
-							))}
-						</select>
-					</label>
+					<Choice id="f-provider" label="Provider" name="provider" options={PROVIDER_NAMES} selected={provider} any />
+					<Choice id="f-status" label="Status" name="status" options={DELIVERY_STATUSES} selected={status} any />
 					<label for="f-message">
 						Message id
 						<input id="f-message" name="messageId" value={messageId ?? ""} size={36} />
@@ -540,16 +520,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 			"Resources",
 			<>
 				<form class="filters" method="get" action="/console/resources">
-					<label for="r-provider">
-						Provider
-						<select id="r-provider" name="provider">
-							{PROVIDER_NAMES.map((p) => (
-								<option value={p} selected={p === provider}>
-									{p}
-								</option>
-							))}
-						</select>
-					</label>
+					<Choice id="r-provider" label="Provider" name="provider" options={PROVIDER_NAMES} selected={provider} />
 					<label for="r-type">
 						Type
 						<input id="r-type" name="type" value={type} size={16} />

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
+import { limiter } from "../support/limiter";
 import { call, type Harness, harness, resetDb, rows } from "../support/worker";
 
 const TOKEN = "admin-test-token-0123456789abcdef0123";
@@ -8,18 +9,6 @@ function get(h: Harness, authorization: string | null, ip = "198.51.100.7") {
 	const headers = new Headers({ "cf-connecting-ip": ip });
 	if (authorization !== null) headers.set("authorization", authorization);
 	return call(h, new Request("https://receiver.test/admin/metrics", { headers }));
-}
-
-function limiter(limit: number) {
-	const used = new Map<string, number>();
-	const binding: RateLimit = {
-		limit: async ({ key }) => {
-			const n = (used.get(key) ?? 0) + 1;
-			used.set(key, n);
-			return { success: n <= limit };
-		},
-	};
-	return { binding, used };
 }
 
 describe("admin authentication as clients expect", () => {

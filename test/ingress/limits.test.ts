@@ -1,22 +1,10 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { clientKey } from "../../src/ingress/limit";
 import { orderEvent, signedRequest } from "../support/bloobank";
+import { limiter } from "../support/limiter";
 import { call, harness, resetDb, rows } from "../support/worker";
 
 beforeEach(resetDb);
-
-/** A stand-in for the Workers Rate Limiting binding: `limit` calls per key, counted. */
-function limiter(limit: number) {
-	const used = new Map<string, number>();
-	const binding: RateLimit = {
-		limit: async ({ key }) => {
-			const n = (used.get(key) ?? 0) + 1;
-			used.set(key, n);
-			return { success: n <= limit };
-		},
-	};
-	return { binding, used };
-}
 
 const from = (ip: string) => ({ headers: { "cf-connecting-ip": ip } });
 const order = (n: number) => orderEvent(`rl-${n}`, { id: `o-${n}`, ordVersion: 1, status: "PENDING" });
