@@ -122,7 +122,9 @@ export const resources = sqliteTable(
 export const effects = sqliteTable(
 	"effects",
 	{
-		id: integer("id").primaryKey({ autoIncrement: true }),
+		// No AUTOINCREMENT (a sqlite_sequence row written per effect): ids take max(id) + 1, and
+		// effect rows are never deleted, so an id is never reused.
+		id: integer("id").primaryKey(),
 		provider: text("provider").notNull(),
 		resourceType: text("resource_type").notNull(),
 		resourceWallet: text("resource_wallet").notNull().default(""),

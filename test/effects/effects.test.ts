@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { retryPendingEffects } from "../../src/effects/executor";
+import { executeEffects, retryPendingEffects } from "../../src/effects/executor";
 import { handlers } from "../../src/effects/handlers";
 import { getConfig } from "../../src/env";
 import { runAlerts } from "../../src/sweep/alerts";
@@ -192,5 +192,21 @@ describe("a crash never loses an effect", () => {
 		expect(await retryPendingEffects(h.env, config, claimEnds + 24 * 60 * MINUTE)).toEqual({ done: 0, failed: 0 });
 		expect(bill.calls).toBe(2);
 		expect(await totals()).toEqual([{ currency: "BRL", count: 1, amount: 700 }]);
+	});
+});
+
+describe("the effects_done_once guard (migrations 0001, recreated by 0010's rebuild of effects)", () => {
+	it("a second executor holding the same claim after the effect is done commits nothing: settled totals count once", async () => {
+		const h = harness();
+		await consume(h, [await ingest(h, "twice-1", { id: "ord-twice", ordVersion: 3, status: "SUCCESS", amount: 900 })]);
+		expect(await totals()).toEqual([{ currency: "BRL", count: 1, amount: 900 }]);
+		const [held] = await rows<{ id: number; kind: string; attempts: number; payload: string }>(
+			"SELECT id, kind, attempts, payload FROM effects",
+		);
+		if (!held) throw new Error("no effect row");
+		// The claim an executor took before the first one finished: running it again must hit the trigger.
+		const report = await executeEffects(h.env, getConfig(h.env), [{ ...held, attempts: 0 }], Date.now());
+		expect(report).toEqual({ done: 0, failed: 0 });
+		expect(await totals()).toEqual([{ currency: "BRL", count: 1, amount: 900 }]);
 	});
 });

@@ -73,12 +73,12 @@ describe("rows written per delivery (meta.rows_written)", () => {
 		// Where they go (README, "Capacity and cost"): the inbox insert writes the row, the dedupe key,
 		// deliveries_received_at, deliveries_resource and deliveries_open (5); the `enqueued` mark the
 		// row alone (1); applying writes the resource row (and its key when new), the delivery row and
-		// its deliveries_to_archive entry; an effect adds its row, key, effects_open entry and
-		// sqlite_sequence row, and its claim; executing it, the settled total and its "done".
+		// its deliveries_to_archive entry; an effect adds its row, key and effects_open entry, and
+		// its claim (the row again); executing it, the settled total and its "done".
 		expect(figures).toEqual({
 			newResource: { ingress: 6, apply: 4, effects: 0 },
 			stateChange: { ingress: 6, apply: 3, effects: 0 },
-			withEffect: { ingress: 6, apply: 8, effects: 2 },
+			withEffect: { ingress: 6, apply: 7, effects: 2 },
 			duplicate: { ingress: 1, apply: 0, effects: 0 },
 			stale: { ingress: 6, apply: 2, effects: 0 },
 			archiveFive: 35,
