@@ -8,15 +8,18 @@
  * costs on this runtime from what the receiver's own code adds.
  * Targets: at concurrency 32, >= 60% of the no-op's throughput; at concurrency 1, <= 3 ms added to
  * its p50. On a 2-core machine the load generator shares the CPU with workerd: compare, don't quote.
+ * Server CPU per delivery is the utime + stime of the workerd processes this run started (each
+ * Worker's own, bench/lib.ts pidsOf), never another process's. bench/profile-ingress.ts shows
+ * what each of the receiver's steps costs.
  */
 
 import { readFileSync } from "node:fs";
 import { envelope, signDelivery } from "../scripts/sim/signing";
 import { saveChart } from "./chart";
-import { migrate, saveResults, startWorker, workerdPids } from "./lib";
+import { migrate, pidsOf, saveResults, startWorker, workerdPids } from "./lib";
 
 /** CPU seconds (user + system) these processes have used, from /proc/<pid>/stat; null elsewhere. */
-function cpuSeconds(pids: number[]): number | null {
+export function cpuSeconds(pids: number[]): number | null {
 	if (pids.length === 0) return null;
 	let ticks = 0;
 	for (const pid of pids) {
@@ -144,15 +147,16 @@ function printLine(conc: number, label: string, r: Run, vs: Run | null, extra = 
 }
 
 export async function benchIngress() {
-	// Each Worker runs in its own workerd process: the ones that appear as it starts are its own.
+	// Each Worker runs in workerd processes of its own, children of this one (bench/lib.ts): their
+	// CPU is the Worker's, whatever else runs on the machine.
 	const before = new Set(workerdPids());
 	const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
 		BLOOBANK_WEBHOOK_SECRETS: SECRET,
 		ADMIN_TOKEN: "",
 	});
-	const receiverPids = workerdPids().filter((p) => !before.has(p));
+	const receiverPids = await pidsOf(receiver, before);
 	const noop = await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml");
-	const noopPids = workerdPids().filter((p) => !before.has(p) && !receiverPids.includes(p));
+	const noopPids = await pidsOf(noop, new Set([...before, ...receiverPids]));
 	const cpu = { receiver: 0, floor: 0, deliveries: 0 };
 	const results: ReturnType<typeof summarize>[] = [];
 	try {

@@ -40,7 +40,11 @@ export function saveResults(name: string, data: unknown): string {
 	return file;
 }
 
-/** PIDs of running workerd processes (Linux /proc); empty elsewhere. */
+/**
+ * PIDs of the workerd processes this benchmark started (Linux /proc; empty elsewhere): only
+ * descendants of this process, so other workerd processes sharing the machine (another
+ * session's tests or dev server) never count toward its CPU or memory figures.
+ */
 export function workerdPids(): number[] {
 	try {
 		return readdirSync("/proc")
@@ -52,10 +56,45 @@ export function workerdPids(): number[] {
 					return false;
 				}
 			})
-			.map(Number);
+			.map(Number)
+			.filter((pid) => descendsFrom(pid, process.pid));
 	} catch {
 		return [];
 	}
+}
+
+/**
+ * The workerd processes a Worker started with startWorker runs in (those not in `before`). Its
+ * second process appears only once it serves a first request, so this sends one and waits for the
+ * set to settle: listed earlier, it would be counted as the next Worker's.
+ */
+export async function pidsOf(worker: Unstable_DevWorker, before: ReadonlySet<number>): Promise<number[]> {
+	await (await worker.fetch("http://bench/__bench/none")).arrayBuffer();
+	let last = "";
+	for (let i = 0; i < 50; i++) {
+		const now = workerdPids().filter((p) => !before.has(p));
+		const key = now.join(",");
+		if (key === last && now.length > 0) return now;
+		last = key;
+		await new Promise((resolve) => setTimeout(resolve, 200));
+	}
+	return workerdPids().filter((p) => !before.has(p));
+}
+
+/** Whether `ancestor` is among the parents of `pid` (from /proc/<pid>/stat's ppid field). */
+function descendsFrom(pid: number, ancestor: number): boolean {
+	for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+		let parent: number;
+		try {
+			// The fields after the command name (which may hold spaces): state, then ppid.
+			parent = Number(readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
+		} catch {
+			return false;
+		}
+		if (parent === ancestor) return true;
+		p = parent;
+	}
+	return false;
 }
 
 /** Peak resident memory (VmHWM) of these processes, summed, in MiB; null where unreadable. */
