@@ -195,7 +195,7 @@ describe("a crash never loses an effect", () => {
 	});
 });
 
-describe("the effects_done_once guard (migrations 0001, recreated by 0010's rebuild of effects)", () => {
+describe("the effects_done_once guard (migrations 0001, recreated by 0011, which rebuilds effects)", () => {
 	it("a second executor holding the same claim after the effect is done commits nothing: settled totals count once", async () => {
 		const h = harness();
 		await consume(h, [await ingest(h, "twice-1", { id: "ord-twice", ordVersion: 3, status: "SUCCESS", amount: 900 })]);
