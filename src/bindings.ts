@@ -6,6 +6,7 @@
 import type { QueueMessage, ReconcileJob } from "./queue/messages";
 
 export interface Env {
+	/** The home shard: every table; with DB_SHARDS, the per-resource ones are spread (src/db/shards.ts). */
 	DB: D1Database;
 	EVENTS: Queue<QueueMessage>;
 	RECONCILE: Queue<ReconcileJob>;
@@ -39,6 +40,8 @@ export interface Env {
 	DEDUPE_RETENTION_DAYS?: string;
 	ALLOWED_SOURCE_CIDRS?: string;
 	BLOOBANK_REFRESH_AFTER_SECONDS?: string;
+	/** D1 binding names of the shards, the first being the home shard (src/db/shards.ts); default `DB`. */
+	DB_SHARDS?: string;
 }
 
 /** The names of Env's string variables (not its bindings). */
