@@ -75,6 +75,14 @@ export async function shardedPage<R, T>(
 		next[pick] = row.id(r);
 		heads[pick] = (heads[pick] ?? 0) + 1;
 	}
+	// A shard the page took nothing from is bounded where it stood when read (above its newest row
+	// seen, or everything when it had none), so rows inserted there meanwhile, which are newer than
+	// this page, do not show up on the next one.
+	for (const [i, list] of lists.entries()) {
+		if ((heads[i] ?? 0) > 0) continue;
+		const newest = list[0];
+		next[i] = newest === undefined ? 0 : row.id(newest) + 1;
+	}
 	const more = lists.some((list, i) => list.length > (heads[i] ?? 0));
 	return { items, nextCursor: more ? `c${next.join(".")}` : null };
 }
