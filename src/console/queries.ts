@@ -17,7 +17,7 @@ import {
 } from "../db/deliveries";
 import { type WindowListRow, windowsOfRuns } from "../db/reconcile";
 import { latestRejections, type RejectionRow, rejectionsPerHourSince } from "../db/rejections";
-import { PROVIDER_NAMES } from "../providers/model";
+import { PROVIDER_NAMES } from "../providers";
 
 export const DAY_MS = 24 * 60 * 60_000;
 
