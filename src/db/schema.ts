@@ -17,7 +17,7 @@ const deliveryColumns = () => ({
 	bodyBytes: integer("body_bytes").notNull(),
 	/** The sender's own attempt counter (BlooBank deliveryAttempt), for audit. */
 	providerAttempt: integer("provider_attempt"),
-	/** The sender's attempt id where it has one (Bold attemptId), for audit. */
+	/** The sender's attempt id where it has one (docs/providers.md 2), for audit. */
 	attemptRef: text("attempt_ref"),
 	/** The few non-secret headers the provider's parse() reads (JSON), so re-parsing matches ingress. */
 	headers: text("headers"),
