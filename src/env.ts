@@ -122,8 +122,8 @@ export function parseWebhookConfig(env: Env): WebhookConfig {
 		const secrets = list(env[variable]);
 		keys[name] = secrets.map((secret) => {
 			const key = provider.keyFromSecret(secret, env);
-			// A secret that does not decode is ours to fix: never a 401, which BlooBank never retries
-			// (docs/providers.md 1.2).
+			// A secret that does not decode is ours to fix: never a 401, which a sender may never retry
+			// (docs/providers.md 1.1, 6).
 			if (key === null || key.byteLength === 0) throw new ConfigError(variable, "a secret does not decode");
 			return key;
 		});
