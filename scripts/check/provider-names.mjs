@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Fails when a provider's name appears in more than three non-test files: adding or removing a
 // sender must stay "its file + its registry line + its line in .dev.vars.example", everything else
-// reading the registry (src/providers/index.ts). A name counts as a word in any case (`bold`,
-// `BOLD_WEBHOOK_SECRETS`, `X-Pazy-Signature`), not inside another word (the `standardwebhooks`
-// package is the specification's library, shared by every sender of that scheme). docs/ and
-// README.md document the senders and are not counted. Run by .ci/run (`npm run check:imports`).
+// reading the registry (src/providers/index.ts). A name counts as a word in any case (`acme`,
+// `ACME_WEBHOOK_SECRETS`, `X-Acme-Signature`), not inside another word (a signature scheme's
+// reference library may carry a sender's name in its package name: it serves every sender of that
+// scheme). docs/ and README.md document the senders and are not counted, nor is this file (its
+// allowance table). Run by .ci/run (`npm run check:imports`).
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 
@@ -17,7 +18,7 @@ export const LIMIT = 3;
  * its own folder, src/providers/bloobank/; the rest are the features' own files. The figure is a
  * ceiling: it fails when a change adds a file naming BlooBank, and should go down, never up.
  */
-export const ALLOWANCES = { bloobank: 33 };
+export const ALLOWANCES = { bloobank: 28 };
 
 const SCANNED = ["src", "scripts", "bench", "fixtures", "wrangler.toml", "package.json", ".dev.vars.example"];
 
@@ -45,7 +46,8 @@ export function registeredNames(root) {
 
 /** For each registered name, the scanned files that name it. */
 export function providerFiles(root) {
-	const scanned = SCANNED.flatMap((p) => files(join(root, p)));
+	const self = join(root, "scripts/check/provider-names.mjs");
+	const scanned = SCANNED.flatMap((p) => files(join(root, p))).filter((f) => f !== self);
 	const out = {};
 	for (const name of registeredNames(root)) {
 		const word = new RegExp(`(?<![a-z0-9])${name}(?![a-z0-9])`, "i");
