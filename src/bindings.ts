@@ -10,6 +10,7 @@ import type { QueueMessage, ReconcileJob } from "./queue/messages";
 type ProviderVariables = { [V in ProviderVariable]?: string };
 
 export interface Env extends ProviderVariables {
+	/** The home shard: every table; with DB_SHARDS, the per-resource ones are spread (src/db/shards.ts). */
 	DB: D1Database;
 	EVENTS: Queue<QueueMessage>;
 	RECONCILE: Queue<ReconcileJob>;
@@ -30,6 +31,8 @@ export interface Env extends ProviderVariables {
 	RETENTION_DAYS?: string;
 	DEDUPE_RETENTION_DAYS?: string;
 	ALLOWED_SOURCE_CIDRS?: string;
+	/** D1 binding names of the shards, the first being the home shard (src/db/shards.ts); default `DB`. */
+	DB_SHARDS?: string;
 }
 
 /** The names of Env's string variables (not its bindings). */

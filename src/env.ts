@@ -6,6 +6,7 @@
 import type { Env, EnvVar } from "./bindings";
 import { type Config, ConfigError, list, optional, positiveInt, type WebhookConfig } from "./config";
 import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
+import { MAX_SHARDS, type Shards, shardsFrom } from "./db/shards";
 import { type Cidr, parseCidr } from "./ingress/cidr";
 import { PROVIDER_VARIABLES, providers } from "./providers";
 import type { ProviderName, ProviderVariable } from "./providers/model";
@@ -26,6 +27,7 @@ const RECEIVER_VARIABLES = [
 	"RETENTION_DAYS",
 	"DEDUPE_RETENTION_DAYS",
 	"ALLOWED_SOURCE_CIDRS",
+	"DB_SHARDS",
 ] as const satisfies readonly EnvVar[];
 
 /** Every variable Env reads: a `[vars]` key of wrangler.toml must be one of them (test/wiring). */
@@ -202,10 +204,41 @@ export function alertOnlyConfig(env: Env): Config {
 	return { providerSettings: {} as Config["providerSettings"], alertWebhookUrl, ...DEFAULTS };
 }
 
+/**
+ * DB_SHARDS: D1 binding names, DB first: the home shard (src/db/shards.ts). Default `DB`.
+ * A name that is not a D1 binding is a configuration error like any other: 503 and an alert,
+ * never a delivery written to the wrong database.
+ */
+export function parseShards(env: Env): Shards {
+	const names = list(env.DB_SHARDS);
+	const bindings = names.length === 0 ? ["DB"] : names;
+	if (new Set(bindings).size !== bindings.length) throw new ConfigError("DB_SHARDS", "lists a binding twice");
+	// The home shard is DB: the tables that are not per resource stay where one database keeps them.
+	if (bindings[0] !== "DB") throw new ConfigError("DB_SHARDS", "must list DB first (the home shard)");
+	if (bindings.length > MAX_SHARDS) throw new ConfigError("DB_SHARDS", `lists more than ${MAX_SHARDS} bindings`);
+	const all = env as unknown as Record<string, unknown>;
+	return shardsFrom(
+		bindings.map((name) => {
+			const db = all[name] as Partial<D1Database> | undefined;
+			if (typeof db?.prepare !== "function" || typeof db.batch !== "function")
+				throw new ConfigError("DB_SHARDS", `${name} is not a D1 binding`);
+			return db as D1Database;
+		}),
+	);
+}
+
+const shardsCache = new WeakMap<Env, Shards>();
+
+/** Parsed once per env object. Throws ConfigError. */
+export function getShards(env: Env): Shards {
+	return cached(shardsCache, env, parseShards);
+}
+
 /** The variable at fault, or null when the whole configuration parses (`/healthz`, the sweep's alert). */
 export function configProblem(env: Env): ConfigError | null {
 	try {
 		getWebhookConfig(env);
+		getShards(env);
 		return null;
 	} catch (err) {
 		if (err instanceof ConfigError) return err;

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { executeEffects, retryPendingEffects } from "../../src/effects/executor";
-import { getConfig } from "../../src/env";
+import { getConfig, getShards } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
 import { QUEUE_NAMES } from "../../src/queue/messages";
 import { replayDeliveries } from "../../src/queue/replay";
@@ -214,10 +214,11 @@ describe("first-observation effects", () => {
 		);
 		expect(claimed).toHaveLength(1);
 		const config = getConfig(h.env);
+		const home = getShards(h.env).home;
 		const results = await Promise.all([
-			executeEffects(h.env, config, claimed, Date.now()),
-			executeEffects(h.env, config, claimed, Date.now()),
-			executeEffects(h.env, config, claimed, Date.now()),
+			executeEffects(h.env, config, home, claimed, Date.now()),
+			executeEffects(h.env, config, home, claimed, Date.now()),
+			executeEffects(h.env, config, home, claimed, Date.now()),
 		]);
 		expect(results.reduce((n, r) => n + r.done, 0)).toBe(1);
 		expect(await rows("SELECT count, amount FROM settled_totals")).toEqual([{ count: 1, amount: 700 }]);

@@ -480,7 +480,7 @@ describe("overview: secret rotation and the last sweep", () => {
 		const cookie = await session(h);
 		expect((await page(h, "/console", cookie)).html).toContain("never (the cron has not run)");
 		await sweep(h.env, getConfig(h.env), Date.now());
-		expect(await rows("SELECT name FROM heartbeats")).toEqual([{ name: "sweep" }]);
+		expect(await rows("SELECT name FROM heartbeats WHERE name = 'sweep'")).toEqual([{ name: "sweep" }]);
 		expect((await page(h, "/console", cookie)).html).not.toContain("never (the cron has not run)");
 	});
 });

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { archiveKey } from "../../src/db/archive";
 import { CANDIDATES, DELIVERY_COLUMNS } from "../../src/db/deliveries";
-import { getConfig } from "../../src/env";
+import { getConfig, getShards } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
 import { ARCHIVE_CHUNK, ARCHIVE_GRACE_MS, archiveSettledBodies } from "../../src/sweep/archive";
 import { pruneExpired } from "../../src/sweep/retention";
@@ -157,7 +157,7 @@ describe("the body archive (R2)", () => {
 	it("with the archive bound, retention never drops a settled body that is not archived yet", async () => {
 		const h = harness();
 		await consume(h, [await ingest(h, "ret-1", { id: "o-ret", ordVersion: 1, status: "PENDING" })]);
-		const report = await pruneExpired(env.DB, getConfig(h.env), Date.now() + 31 * DAY, true);
+		const report = await pruneExpired(getShards(env), getConfig(h.env), Date.now() + 31 * DAY, true);
 		expect(report.bodiesPruned).toBe(0);
 		expect((await stored("ret-1"))[0]?.raw_body).not.toBeNull();
 	});
