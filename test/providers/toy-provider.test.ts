@@ -6,7 +6,6 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { signDelivery, simProviders } from "../../scripts/sim/signing";
-import { simulate } from "../../scripts/sim/simulate";
 import { ConfigError } from "../../src/config";
 import { concatBytes, utf8 } from "../../src/crypto/encoding";
 import { providers } from "../../src/providers";
@@ -27,9 +26,9 @@ import {
 	type Provider,
 	parseObject,
 } from "../../src/providers/types";
-import { consume } from "../support/apply";
 import { conformanceSuite } from "../support/conformance";
 import type { Sender } from "../support/senders";
+import { simulateLocally } from "../support/simulation";
 import { call, harness, resetDb } from "../support/worker";
 
 // --- what a forker writes: src/providers/toy.ts -------------------------------------------
@@ -157,32 +156,16 @@ describe("the tools play a provider registered by one registry entry", () => {
 	it("the simulator lists it and plays 20 orders, duplicates, shuffled: zero mismatches", async () => {
 		expect(simProviders()).toContain(TOY);
 		const h = harness({ ...(TOY_VARS as object), ADMIN_TOKEN: adminToken });
-		let drained = 0;
-		const report = await simulate(
-			{
-				url: "https://receiver.test",
-				provider: TOY,
-				secret: SECRETS[1] ?? "",
-				adminToken,
-				orders: 20,
-				concurrency: 4,
-				duplicateRate: 0.3,
-				seed: 5,
-				timeScale: 1000,
-			},
-			{
-				fetch: (req) => call(h, req),
-				sleep: async () => {},
-				now: () => Date.now(),
-				settle: async () => {
-					while (drained < h.events.sent.length) {
-						const batch = h.events.sent.slice(drained, drained + 100);
-						drained += batch.length;
-						await consume(h, batch);
-					}
-				},
-			},
-		);
+		const report = await simulateLocally(h, {
+			provider: TOY,
+			secret: SECRETS[1] ?? "",
+			adminToken,
+			orders: 20,
+			concurrency: 4,
+			duplicateRate: 0.3,
+			seed: 5,
+			timeScale: 1000,
+		});
 		expect(report.verified).toBe(true);
 		expect(report.acked).toBe(report.deliveries + report.duplicatesSent);
 		expect(report.mismatches).toEqual([]);

@@ -3,8 +3,7 @@ import { envelope, expectedResource, signDelivery, simProviders } from "../../sc
 import { simulate } from "../../scripts/sim/simulate";
 import { parseWebhookConfig } from "../../src/env";
 import { getProvider, verifyDelivery } from "../../src/providers";
-import type { QueueMessage } from "../../src/queue/messages";
-import { consume } from "../support/apply";
+import { simulateLocally } from "../support/simulation";
 import { call, harness, resetDb } from "../support/worker";
 import { TEST_SECRETS, TEST_VARS } from "../vars";
 
@@ -59,32 +58,16 @@ describe.each(simProviders())("the simulator signs %s deliveries the receiver ac
 describe("a short simulation against the local Worker", () => {
 	it.each(simProviders())("%s: 50 orders, duplicates, shuffled: zero mismatches", async (name) => {
 		const h = harness({ ADMIN_TOKEN: "sim-admin-token-0123456789abcdef0123456789" });
-		let drained = 0;
-		const report = await simulate(
-			{
-				url: "https://receiver.test",
-				provider: name,
-				secret: TEST_SECRETS[name][1],
-				adminToken: "sim-admin-token-0123456789abcdef0123456789",
-				orders: 50,
-				concurrency: 8,
-				duplicateRate: 0.3,
-				seed: 42,
-				timeScale: 1000,
-			},
-			{
-				fetch: (req) => call(h, req),
-				sleep: async () => {},
-				now: () => Date.now(),
-				settle: async () => {
-					while (drained < h.events.sent.length) {
-						const batch = h.events.sent.slice(drained, drained + 100) as QueueMessage[];
-						drained += batch.length;
-						await consume(h, batch);
-					}
-				},
-			},
-		);
+		const report = await simulateLocally(h, {
+			provider: name,
+			secret: TEST_SECRETS[name][1],
+			adminToken: "sim-admin-token-0123456789abcdef0123456789",
+			orders: 50,
+			concurrency: 8,
+			duplicateRate: 0.3,
+			seed: 42,
+			timeScale: 1000,
+		});
 		expect(report.verified).toBe(true);
 		expect(report.duplicatesSent).toBeGreaterThan(0);
 		expect(report.acked).toBe(report.deliveries + report.duplicatesSent);
