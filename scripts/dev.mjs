@@ -50,14 +50,17 @@ function greeting(health) {
 	return [
 		"",
 		`Receiver ready (${health}):`,
-		`  webhooks   POST ${base}/webhooks/bloobank${tokenPath}  (also /bold, /pazy, /standard when their secrets are set)`,
+		`  webhooks   POST ${base}/webhooks/<provider>${tokenPath}  (each sender in src/providers/index.ts whose secrets are set)`,
 		`  health     ${base}/healthz`,
 		`  console    ${base}/console`,
 		`  admin API  ${base}/admin/metrics, /admin/deliveries, ...  (${admin})`,
 		`  crons      curl "${base}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*"  (the sweep)`,
 		"Try next, in another terminal:",
 		...[
-			[`npm run send-test-event${url ? ` --${url}` : ""}`, "one signed BlooBank event (status PENDING: no effect)"],
+			[
+				`npm run send-test-event${url ? ` --${url}` : ""}`,
+				"one signed event from the first provider (status PENDING: no effect)",
+			],
 			[`npm run simulate -- --orders 200${url}`, "a provider's life: duplicates, shuffled order, retries"],
 			["npm test", "the test suite"],
 		].map(([cmd, what]) => `  ${cmd.padEnd(44)} ${what}`),

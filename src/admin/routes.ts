@@ -5,7 +5,7 @@ import { isDeliveryStatus } from "../db/deliveries";
 import { isEffectStatus } from "../db/effects";
 import { startHandRetry } from "../effects/executor";
 import { getShards } from "../env";
-import { PROVIDER_NAMES } from "../providers/model";
+import { PROVIDER_NAMES } from "../providers";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { refreshOrder } from "../reconcile/refresh";

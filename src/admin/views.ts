@@ -92,7 +92,7 @@ function resourceItem(r: ResourceItemRow) {
 		provider: r.provider,
 		type: r.type,
 		id: r.id,
-		// A BlooBank order's id is unique only within its wallet (docs/providers.md 1.4).
+		// An id may be unique only within its wallet (docs/providers.md 1.4).
 		wallet: r.wallet === "" ? null : r.wallet,
 		status: r.status,
 		version: r.version,

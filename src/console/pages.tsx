@@ -9,7 +9,8 @@ import { lastBeat } from "../db/heartbeats";
 import { fanOut } from "../db/shards";
 import { startHandRetry } from "../effects/executor";
 import { getShards, reconcileEnabled } from "../env";
-import { PROVIDER_NAMES } from "../providers/model";
+import { PROVIDER_NAMES, providers } from "../providers";
+import type { ProviderName } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { refreshOrder } from "../reconcile/refresh";
@@ -506,8 +507,8 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 
 	app.get("/resources", async (c) => {
 		const q = c.req.query();
-		const provider = PROVIDER_NAMES.find((p) => p === q.provider) ?? "bloobank";
-		const type = q.type?.trim() || (provider === "bloobank" ? "payment_order" : provider === "pazy" ? "payment" : "");
+		const provider = PROVIDER_NAMES.find((p) => p === q.provider) ?? (PROVIDER_NAMES[0] as ProviderName);
+		const type = q.type?.trim() || providers[provider].lookupType;
 		const id = q.id?.trim() ?? "";
 		const wallet = q.wallet?.trim() || null;
 		let result: Child = null;

@@ -18,7 +18,7 @@ import {
 import { type WindowListRow, windowsOfRuns } from "../db/reconcile";
 import { latestRejections, type RejectionRow, rejectionsPerHourSince } from "../db/rejections";
 import { fanOut, type Shards, shardOfResource } from "../db/shards";
-import { PROVIDER_NAMES } from "../providers/model";
+import { PROVIDER_NAMES } from "../providers";
 
 export const DAY_MS = 24 * 60 * 60_000;
 

@@ -73,7 +73,7 @@ export function groupByShard<T>(
 }
 
 /**
- * The resource key the placement hashes. BlooBank order ids are unique only within a wallet, so
+ * The resource key the placement hashes. A sender's ids may be unique only within a wallet, so
  * the wallet is part of it (docs/providers.md 1.4); "" for senders without wallets.
  */
 export interface ResourceKey {

@@ -1,6 +1,6 @@
 /**
  * Every way a webhook request can end, and its answer: docs/design.md invariant 9 on one screen.
- * 4xx only when the request is certainly not a genuine delivery, because BlooBank never retries
+ * 4xx only when the request is certainly not a genuine delivery, because a sender may never retry
  * a 4xx (docs/providers.md 1.1); whatever is our fault or may be temporary is 5xx, so the sender
  * retries; rate limiting is 503, never 429. Nothing else in the code picks a status code.
  */

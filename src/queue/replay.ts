@@ -1,6 +1,7 @@
 /**
  * Replay: re-enqueue stored raw deliveries under their original message id, so the idempotent
- * consumer treats them exactly like the original (BlooBank's own replay keeps the messageId too).
+ * consumer treats them exactly like the original (a sender's own replay keeps the message id too,
+ * docs/providers.md 1.1).
  * A replayed `failed` delivery that now applies becomes `processed`. A body moved to the R2
  * archive is replayable too: the consumer reads it back from there.
  */

@@ -1,6 +1,6 @@
 /**
- * Operational alerts on the thresholds BlooBank's guidance names (its published best practices, docs/providers.md 1.6,
- * "Alert when"), evaluated by the sweep cron. Each rule's firing state is kept in D1, so an
+ * Operational alerts on the thresholds of the primary sender's published best practices
+ * (docs/providers.md 1.6, "Alert when"), evaluated by the sweep cron. Each rule's firing state is kept in D1, so an
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 

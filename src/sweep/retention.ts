@@ -1,6 +1,6 @@
 /**
- * Retention, in bounded chunks per sweep tick. Raw bodies go after RETENTION_DAYS (BlooBank's
- * replay window is 30 days); the rows themselves, which are the dedupe keys, stay until
+ * Retention, in bounded chunks per sweep tick. Raw bodies go after RETENTION_DAYS (the primary
+ * sender's replay window is 30 days, docs/providers.md 1.1); the rows themselves, which are the dedupe keys, stay until
  * DEDUPE_RETENTION_DAYS so a late replay of a pruned delivery is still recognised as a duplicate.
  * Only settled rows are pruned: a `received`/`enqueued` row keeps its body until it is applied.
  * With the R2 archive bound, processed/stale/ignored bodies are moved there instead (archive.ts),
