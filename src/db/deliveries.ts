@@ -60,8 +60,9 @@ export const DELIVERY_COLUMNS = [
 const RECORD_SQL = `
 INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, provider_attempt,
   resource_type, resource_wallet, resource_id, resource_version, received_at, status_at, send_token,
-  send_token_at, attempt_ref, headers, note, event_at, secret_position)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17, ?18, ?19)
+  send_token_at, attempt_ref, headers, note, event_at, secret_position, processed_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?15, ?9, ?10, ?11, ?11, ?12, ?11, ?14, ?16, ?17, ?18, ?19,
+  CASE WHEN ?4 = 'ignored' THEN ?11 END)
 ON CONFLICT (provider, message_id) DO UPDATE SET
   duplicates = duplicates + 1,
   last_duplicate_at = excluded.received_at,
@@ -81,7 +82,7 @@ RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
 const REOPEN_SQL = `
 UPDATE deliveries SET status = ?3, status_at = ?4, event = ?5, raw_body = ?6, body_bytes = ?7, headers = ?8,
   note = ?9, resource_type = ?10, resource_wallet = ?11, resource_id = ?12, resource_version = ?13, event_at = ?14,
-  send_token = ?15, send_token_at = ?4
+  send_token = ?15, send_token_at = ?4, processed_at = CASE WHEN ?3 = 'ignored' THEN ?4 END
 WHERE provider = ?1 AND message_id = ?2 AND status IN ('failed', 'ignored')
 RETURNING id, status, duplicates, coalesce(send_token = ?15, 0) AS may_send`;
 
@@ -265,7 +266,7 @@ export function markFailed(db: D1Database, rowsJson: string, nowMs: number): D1P
 	return db
 		.prepare(`
 UPDATE deliveries SET status = 'failed', status_at = ?2, attempts = attempts + 1,
-  last_error = j.error, send_token = NULL
+  last_error = j.error, send_token = NULL, processed_at = NULL
 FROM (SELECT value->>'ref' AS ref, value->>'error' AS error FROM json_each(?1)) AS j
 WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`)
 		.bind(rowsJson, nowMs);
@@ -283,7 +284,7 @@ export function noteLastError(db: D1Database, idsJson: string, error: string): P
 export function markDeadLettered(db: D1Database, ids: readonly number[], nowMs: number): Promise<D1Result> {
 	return db
 		.prepare(
-			`UPDATE deliveries SET status = 'failed', status_at = ?2, send_token = NULL,
+			`UPDATE deliveries SET status = 'failed', status_at = ?2, send_token = NULL, processed_at = NULL,
          last_error = coalesce(last_error, 'queue retries exhausted')
        WHERE id IN (SELECT value FROM json_each(?1)) AND status IN ('received', 'enqueued')`,
 		)
@@ -295,7 +296,8 @@ export function markDeadLettered(db: D1Database, ids: readonly number[], nowMs: 
 
 /**
  * Takes the send token of at most `limit` rows `received` and then `enqueued` whose status is
- * older than `staleBefore` and whose token is free or older than `leaseBefore`.
+ * older than `staleBefore` and whose token is free or older than `leaseBefore`, oldest first. On
+ * deliveries_open, which holds only rows not applied yet (processed_at NULL).
  */
 export async function takeStuckDeliveries(
 	db: D1Database,
@@ -309,13 +311,15 @@ export async function takeStuckDeliveries(
 		.prepare(
 			`UPDATE deliveries SET send_token = ?1, send_token_at = ?2
      WHERE id IN (
-       SELECT id FROM (SELECT id FROM deliveries
-         WHERE status = 'received' AND status_at <= ?3 AND (send_token IS NULL OR send_token_at <= ?4)
-         ORDER BY status_at LIMIT ?5)
+       SELECT id FROM (SELECT id FROM deliveries INDEXED BY deliveries_open
+         WHERE processed_at IS NULL AND status = 'received' AND status_at <= ?3
+           AND (send_token IS NULL OR send_token_at <= ?4)
+         ORDER BY received_at LIMIT ?5)
        UNION ALL
-       SELECT id FROM (SELECT id FROM deliveries
-         WHERE status = 'enqueued' AND status_at <= ?3 AND (send_token IS NULL OR send_token_at <= ?4)
-         ORDER BY status_at LIMIT ?5)
+       SELECT id FROM (SELECT id FROM deliveries INDEXED BY deliveries_open
+         WHERE processed_at IS NULL AND status = 'enqueued' AND status_at <= ?3
+           AND (send_token IS NULL OR send_token_at <= ?4)
+         ORDER BY received_at LIMIT ?5)
        LIMIT ?5)
      RETURNING id, provider, message_id`,
 		)
@@ -347,7 +351,7 @@ export async function replayPage(
 ): Promise<DeliveryPointerRow[]> {
 	const { results } = await db
 		.prepare(
-			`UPDATE deliveries SET status = 'enqueued', status_at = ?1, send_token = NULL
+			`UPDATE deliveries SET status = 'enqueued', status_at = ?1, send_token = NULL, processed_at = NULL
        WHERE id IN (
          SELECT id FROM deliveries
          WHERE (raw_body IS NOT NULL OR archived_at IS NOT NULL) AND id > ?2
@@ -388,7 +392,7 @@ export function pruneDeliveries(db: D1Database, before: number, chunk: number): 
 // --- the archive (src/sweep/archive.ts, src/db/delivery-moves.ts) ---
 
 // The partial index deliveries_to_archive holds exactly these rows; named, because the planner
-// would otherwise pick the status index and read every archived row on each tick.
+// could otherwise pick another index and read every archived row on each tick.
 export const CANDIDATES = `
 SELECT d.id, d.provider, d.message_id, d.raw_body, d.status_at
 FROM deliveries AS d
@@ -530,12 +534,16 @@ export function countDeliveriesByStatus(db: D1Database): D1PreparedStatement {
 
 /** The oldest delivery not applied yet (rows: `{oldest}`). */
 export function oldestUnprocessed(db: D1Database): D1PreparedStatement {
-	return db.prepare("SELECT min(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'enqueued')");
+	return db.prepare(
+		"SELECT min(received_at) AS oldest FROM deliveries INDEXED BY deliveries_open WHERE processed_at IS NULL AND status IN ('received', 'enqueued')",
+	);
 }
 
 /** Deliveries `failed` (rows: `{n}`); its meta.size_after is the database's size. */
 export function countFailedDeliveries(db: D1Database): D1PreparedStatement {
-	return db.prepare("SELECT count(*) AS n FROM deliveries WHERE status = 'failed'");
+	return db.prepare(
+		"SELECT count(*) AS n FROM deliveries INDEXED BY deliveries_open WHERE processed_at IS NULL AND status = 'failed'",
+	);
 }
 
 /** The 99th percentile of ack_ms over deliveries received since `since` (rows: `{ack_ms}`, none if no data). */

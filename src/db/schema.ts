@@ -7,7 +7,10 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 
 /** The columns of a delivery row, shared by `deliveries` and its scratch copy `delivery_moves`. */
 const deliveryColumns = () => ({
-	id: integer("id").primaryKey({ autoIncrement: true }),
+	// No AUTOINCREMENT: it writes a sqlite_sequence row on every insert, a duplicate's included
+	// (test/scale/rows-written.test.ts). A new row takes max(id) + 1; retention deletes the oldest
+	// rows, never the newest, and the archive puts rows back under their own id, so ids still grow.
+	id: integer("id").primaryKey(),
 	provider: text("provider").notNull(),
 	messageId: text("message_id").notNull(),
 	event: text("event").notNull(),
@@ -61,7 +64,12 @@ const deliveryColumns = () => ({
  */
 export const deliveries = sqliteTable("deliveries", deliveryColumns(), (t) => [
 	uniqueIndex("deliveries_provider_message_id").on(t.provider, t.messageId),
-	index("deliveries_status_status_at").on(t.status, t.statusAt),
+	// Only deliveries not applied yet (received, enqueued, failed): the sweep's and the alerts' work
+	// list. Keyed and filtered on columns the `enqueued` mark does not write, so the mark writes no
+	// entry, and applying a delivery (processed_at set) only removes one, which D1 does not count as
+	// a row written. Every transition to received/enqueued/failed clears processed_at
+	// (src/db/deliveries.ts). Was (status, status_at) over every row: 2 more rows per delivery.
+	index("deliveries_open").on(t.receivedAt).where(sql`processed_at IS NULL`),
 	index("deliveries_received_at").on(t.receivedAt),
 	index("deliveries_resource").on(t.provider, t.resourceType, t.resourceWallet, t.resourceId),
 	// Only settled rows whose body is still in D1: the archive's work list, empty once it has
@@ -103,7 +111,8 @@ export const resources = sqliteTable(
 		/** webhook | reconcile */
 		source: text("source").notNull(),
 	},
-	(t) => [primaryKey({ columns: [t.provider, t.type, t.wallet, t.id] }), index("resources_updated_at").on(t.updatedAt)],
+	// No index on updated_at: no query reads by it, and it cost a row written per state change.
+	(t) => [primaryKey({ columns: [t.provider, t.type, t.wallet, t.id] })],
 );
 
 /**
@@ -132,7 +141,8 @@ export const effects = sqliteTable(
 	},
 	(t) => [
 		uniqueIndex("effects_resource_kind").on(t.provider, t.resourceType, t.resourceWallet, t.resourceId, t.kind),
-		index("effects_status_claimed").on(t.status, t.claimedUntil),
+		// Only effects not done: a claim (claimed_until) writes no entry and "done" only removes one.
+		index("effects_open").on(t.status).where(sql`status = 'pending' OR status = 'failed'`),
 	],
 );
 

@@ -2,8 +2,7 @@
  * The figures behind the README's capacity model, measured on the local D1 (the same SQLite
  * engine D1 runs): bytes of D1 per delivery (before and after its body moves to R2), per resource
  * and per effect, from D1's own size figure (meta.size_after, page-granular, hence N deliveries
- * at a time); and rows written per delivery from meta.rows_written (table rows plus index
- * entries, which is what D1 bills and Workers Free caps). Printed, and the counts asserted.
+ * at a time). Rows written per delivery: test/scale/rows-written.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -106,50 +105,5 @@ describe("capacity figures", { timeout: 120_000 }, () => {
 			`capacity: per new order (its archived delivery and its resource) ${resourcePlusDelivery} B; per effect ${effect} B`,
 		);
 		expect(resourcePlusDelivery).toBeGreaterThan(0);
-	});
-});
-
-describe("rows written (meta.rows_written)", () => {
-	async function written(h: Harness, step: () => Promise<unknown>): Promise<number> {
-		const before = h.db.rowsWritten;
-		await step();
-		return h.db.rowsWritten - before;
-	}
-
-	it("per new delivery, per state change, per duplicate, per archive", async () => {
-		const h = harness();
-		// Warm: the first row of a table also writes sqlite_sequence's row for it.
-		await deliver(h, [["rw-warm", { id: "o-warm", ordVersion: 1, status: "PENDING" }]]);
-
-		const ingress = async (messageId: string, o: OrderFields) => {
-			const before = h.events.sent.length;
-			await call(h, await signedRequest(body(messageId, o)));
-			return h.events.sent.slice(before);
-		};
-		let pointers = h.events.sent.slice(0, 0);
-		const newIngress = await written(h, async () => {
-			pointers = await ingress("rw-1", { id: "o-rw", ordVersion: 1, status: "PENDING" });
-		});
-		const applyNew = await written(h, () => consume(h, pointers));
-		const duplicate = await written(h, () => ingress("rw-1", { id: "o-rw", ordVersion: 1, status: "PENDING" }));
-		const paidIngress = await written(h, async () => {
-			pointers = await ingress("rw-2", { id: "o-rw", ordVersion: 2, status: "SUCCESS" });
-		});
-		const applyPaid = await written(h, () => consume(h, pointers));
-		const archive = await written(h, () => archiveAll(h));
-		console.log(
-			`rows written: new delivery at ingress ${newIngress}, its apply (new resource) ${applyNew}; a state change with one effect: ingress ${paidIngress}, apply and effect ${applyPaid}; a duplicate ${duplicate}; archiving 3 bodies ${archive}`,
-		);
-		// Where they go (README, capacity and cost): each table row and each index entry a statement
-		// touches is one row written. The goals (4 per new state-changing delivery, 1 per duplicate)
-		// are not met; these are the counts as built, so a change that adds writes fails here.
-		expect({ newIngress, applyNew, duplicate, paidIngress, applyPaid, archive }).toEqual({
-			newIngress: 8, // insert: row, 4 indexes, sqlite_sequence; "enqueued" mark: row, status index
-			applyNew: 6, // resource: row, key, updated_at index; delivery processed: row, status index, to-archive index
-			duplicate: 2, // the upsert sets no indexed column (the re-open is its own statement): the row, and one more D1 counts for the conflicting insert
-			paidIngress: 8,
-			applyPaid: 15, // resource update, delivery, effect row and its indexes, claim, done, settled total
-			archive: 25, // 3 bodies: copy aside, delete (row and indexes), insert back, clear the copy
-		});
 	});
 });
