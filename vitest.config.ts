@@ -23,6 +23,14 @@ const declaredNames = {
 	vars: Object.keys(wrangler.vars ?? {}),
 };
 
+/**
+ * TEST_SHARDS=3 runs the whole suite over three D1 shards (DB, DB_1, DB_2; src/db/shards.ts), as
+ * `npm test` does after the one-shard run: every behaviour must hold however resources are placed.
+ */
+const shardCount = Number(process.env.TEST_SHARDS ?? "1");
+if (!Number.isSafeInteger(shardCount) || shardCount < 1) throw new Error("TEST_SHARDS must be a positive integer");
+const extraShards = Array.from({ length: shardCount - 1 }, (_, i) => `DB_${i + 1}`);
+
 export default defineConfig(async () => {
 	const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
 	return {
@@ -32,12 +40,13 @@ export default defineConfig(async () => {
 				miniflare: {
 					compatibilityDate: wrangler.compatibility_date,
 					compatibilityFlags: wrangler.compatibility_flags,
-					d1Databases: Object.fromEntries(
-						wrangler.d1_databases.map((d: { binding: string; database_id?: string }) => [
+					d1Databases: Object.fromEntries([
+						...wrangler.d1_databases.map((d: { binding: string; database_id?: string }) => [
 							d.binding,
 							d.database_id ?? d.binding,
 						]),
-					),
+						...extraShards.map((name) => [name, `test-shard-${name}`]),
+					]),
 					r2Buckets: Object.fromEntries(
 						(wrangler.r2_buckets ?? []).map((b: { binding: string; bucket_name?: string }) => [
 							b.binding,
@@ -50,7 +59,12 @@ export default defineConfig(async () => {
 							q.queue,
 						]),
 					) as Record<string, string>,
-					bindings: { ...TEST_VARS, TEST_MIGRATIONS: migrations, TEST_WRANGLER_NAMES: declaredNames },
+					bindings: {
+						...TEST_VARS,
+						...(shardCount > 1 ? { DB_SHARDS: ["DB", ...extraShards].join(",") } : {}),
+						TEST_MIGRATIONS: migrations,
+						TEST_WRANGLER_NAMES: declaredNames,
+					},
 				},
 			}),
 		],

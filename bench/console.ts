@@ -6,6 +6,7 @@
  * machine the times are for comparison, the round trips are exact.
  */
 import path from "node:path";
+import { PROVIDER_NAMES } from "../src/providers";
 import { migrate, saveResults, startWorker } from "./lib";
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 100_000);
@@ -47,9 +48,10 @@ try {
 		"/console",
 		"/console/deliveries",
 		`/console/deliveries?cursor=${cursor}`,
-		"/console/deliveries?provider=bold",
+		// The seed spreads deliveries over every registered sender (bench/console.worker.ts).
+		`/console/deliveries?provider=${PROVIDER_NAMES[1]}`,
 		"/console/deliveries?status=failed",
-		"/console/deliveries?status=enqueued&provider=pazy",
+		`/console/deliveries?status=enqueued&provider=${PROVIDER_NAMES[2]}`,
 		"/console/deliveries?messageId=bench-54321",
 		"/console/deliveries/bloobank/bench-54320",
 		"/console/resources/bloobank/payment_order/ord-100",

@@ -7,12 +7,12 @@
 import { CountingD1 } from "../fixtures/bindings";
 import type { Env } from "../src/env";
 import worker from "../src/index";
+import { PROVIDER_NAMES } from "../src/providers";
 import type { QueueMessage, ReconcileJob } from "../src/queue/messages";
 
 let counting: CountingD1 | null = null;
 let wrapped: Env | null = null;
 
-const PROVIDERS = ["bloobank", "bold", "pazy", "standard"];
 const STATUSES = [
 	...Array(90).fill("processed"),
 	...Array(5).fill("stale"),
@@ -40,7 +40,7 @@ function seedStatement(db: D1Database, from: number, count: number, nowMs: numbe
          CAST(?3 AS INTEGER) - (i * 86400000 / 100000) % 86400000 - 200 - abs(random() % 2000)
        FROM n`,
 		)
-		.bind(from, count, nowMs, JSON.stringify(PROVIDERS), JSON.stringify(STATUSES));
+		.bind(from, count, nowMs, JSON.stringify(PROVIDER_NAMES), JSON.stringify(STATUSES));
 }
 
 export default {

@@ -15,11 +15,19 @@ if (!existsSync(".dev.vars")) {
 const wranglerArgs = (args) => ["node_modules/wrangler/bin/wrangler.js", ...args];
 const wranglerEnv = { ...process.env, CI: process.env.CI ?? "1", WRANGLER_SEND_METRICS: "false" };
 
-const migrate = spawnSync(process.execPath, wranglerArgs(["d1", "migrations", "apply", "DB", "--local"]), {
-	stdio: "inherit",
-	env: wranglerEnv,
-});
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+// Every shard carries the whole schema (DB_SHARDS in .dev.vars, DB first; src/db/shards.ts). Each
+// listed binding must also be a [[d1_databases]] entry of wrangler.toml.
+const shards = (parseEnv(readFileSync(".dev.vars", "utf8")).DB_SHARDS ?? "")
+	.split(",")
+	.map((s) => s.trim())
+	.filter((s) => s !== "");
+for (const binding of shards.length === 0 ? ["DB"] : shards) {
+	const migrate = spawnSync(process.execPath, wranglerArgs(["d1", "migrations", "apply", binding, "--local"]), {
+		stdio: "inherit",
+		env: wranglerEnv,
+	});
+	if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+}
 
 const args = process.argv.slice(2);
 const flag = (name) => {
@@ -42,14 +50,17 @@ function greeting(health) {
 	return [
 		"",
 		`Receiver ready (${health}):`,
-		`  webhooks   POST ${base}/webhooks/bloobank${tokenPath}  (also /bold, /pazy, /standard when their secrets are set)`,
+		`  webhooks   POST ${base}/webhooks/<provider>${tokenPath}  (each sender in src/providers/index.ts whose secrets are set)`,
 		`  health     ${base}/healthz`,
 		`  console    ${base}/console`,
 		`  admin API  ${base}/admin/metrics, /admin/deliveries, ...  (${admin})`,
 		`  crons      curl "${base}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*"  (the sweep)`,
 		"Try next, in another terminal:",
 		...[
-			[`npm run send-test-event${url ? ` --${url}` : ""}`, "one signed BlooBank event (status PENDING: no effect)"],
+			[
+				`npm run send-test-event${url ? ` --${url}` : ""}`,
+				"one signed event from the first provider (status PENDING: no effect)",
+			],
 			[`npm run simulate -- --orders 200${url}`, "a provider's life: duplicates, shuffled order, retries"],
 			["npm test", "the test suite"],
 		].map(([cmd, what]) => `  ${cmd.padEnd(44)} ${what}`),

@@ -1,25 +1,21 @@
 /**
- * npm run simulate -- [--url http://localhost:8787] [--provider bloobank] [--orders 200]
+ * npm run simulate -- [--url http://localhost:8787] [--provider NAME] [--orders 200]
  *   [--concurrency 8] [--duplicate-rate 0.2] [--seed 1] [--time-scale 1000] [--remote]
  *
  * Plays a provider against a receiver (local, or deployed with --remote), then checks every
- * simulated order in the receiver's admin API. The provider's secret, ADMIN_TOKEN,
- * BLOOBANK_SECRET_ENCODING and WEBHOOK_PATH_TOKEN come from the environment, else .dev.vars (never
- * from flags), so it works against `npm run dev` as is.
+ * simulated order in the receiver's admin API. The provider's secret (and key encoding, where it
+ * has one), ADMIN_TOKEN and WEBHOOK_PATH_TOKEN come from the environment, else .dev.vars (never
+ * from flags), so it works against `npm run dev` as is. The providers come from the registry
+ * (src/providers/index.ts); the first is the default.
  * Exits 1 on any mismatch, permanent failure or unreachable receiver, 2 on bad usage.
  */
-import { bloobankEncoding, checkTarget, receiverProblem, secretFrom } from "./sim/cli";
+import { checkTarget, encodingVariables, receiverProblem, secretFrom, toolSender } from "./sim/cli";
 import { devVars } from "./sim/dev-vars";
-import { SIM_PROVIDERS, SIMULATED_PREFIX, type SimProvider } from "./sim/signing";
+import { SIMULATED_PREFIX, simProviders } from "./sim/signing";
 import { type SimReport, simulate } from "./sim/simulate";
 import { toolArgs } from "./sim/tool";
 
-const SECRET_VARS: Record<SimProvider, string> = {
-	bloobank: "BLOOBANK_WEBHOOK_SECRETS",
-	bold: "BOLD_WEBHOOK_SECRETS",
-	pazy: "PAZY_WEBHOOK_SECRETS",
-	standard: "STANDARD_WEBHOOK_SECRETS",
-};
+const PROVIDERS = simProviders();
 
 const USAGE = `Usage: npm run simulate -- [options]
 
@@ -29,7 +25,7 @@ receiver, then checks every simulated order through the admin API.
   --url URL               the receiver (default http://localhost:8787)
   --remote                required when --url is not loopback: the run writes hundreds of orders
                           into that receiver's database
-  --provider NAME         ${SIM_PROVIDERS.join(", ")} (default bloobank)
+  --provider NAME         ${PROVIDERS.join(", ")} (default ${PROVIDERS[0]})
   --orders N              orders to simulate (default 200)
   --concurrency N         deliveries in flight (default 8)
   --duplicate-rate R      share of deliveries sent twice (default 0.2)
@@ -38,8 +34,8 @@ receiver, then checks every simulated order through the admin API.
   -h, --help              this text
 
 Secrets come from the environment, else .dev.vars (never from flags): <PROVIDER>_WEBHOOK_SECRETS,
-ADMIN_TOKEN, BLOOBANK_SECRET_ENCODING, WEBHOOK_PATH_TOKEN. Every message id and order id starts
-with "${SIMULATED_PREFIX}".`;
+ADMIN_TOKEN, WEBHOOK_PATH_TOKEN, and a provider's key encoding (${encodingVariables().join(", ")}).
+Every message id and order id starts with "${SIMULATED_PREFIX}".`;
 
 function fail(message: string, code = 2): never {
 	console.error(`simulate: ${message}`);
@@ -93,7 +89,7 @@ export function printReport(r: SimReport): void {
 const values = toolArgs("simulate", USAGE, {
 	url: { type: "string", default: "http://localhost:8787" },
 	remote: { type: "boolean", default: false },
-	provider: { type: "string", default: "bloobank" },
+	provider: { type: "string", default: PROVIDERS[0] },
 	orders: { type: "string", default: "200" },
 	concurrency: { type: "string", default: "8" },
 	"duplicate-rate": { type: "string", default: "0.2" },
@@ -101,15 +97,10 @@ const values = toolArgs("simulate", USAGE, {
 	"time-scale": { type: "string", default: "1000" },
 });
 
-const provider = values.provider as SimProvider;
-if (!SIM_PROVIDERS.includes(provider)) fail(`--provider must be one of ${SIM_PROVIDERS.join(", ")}`);
 const vars = devVars();
-const secret =
-	secretFrom(SECRET_VARS[provider], process.env, vars)?.split(",")[0]?.trim() ||
-	fail(`no secret: set ${SECRET_VARS[provider]} in the environment or .dev.vars`);
+const signer = toolSender(values.provider as string, process.env, vars);
+const { provider, secret, keyEncoding } = signer.ok ? signer.sender : fail(signer.error);
 const adminToken = secretFrom("ADMIN_TOKEN", process.env, vars);
-const encoding =
-	bloobankEncoding(process.env, vars) ?? fail("BLOOBANK_SECRET_ENCODING must be utf8 or base64 (as the receiver's)");
 const num = (name: string, v: string | boolean | undefined, min: number) => {
 	const n = Number(v);
 	return Number.isFinite(n) && n >= min ? n : fail(`--${name} must be a number >= ${min}`);
@@ -132,7 +123,7 @@ const options = {
 	seed: num("seed", values.seed, 0),
 	timeScale: num("time-scale", values["time-scale"], 1),
 	pathToken: secretFrom("WEBHOOK_PATH_TOKEN", process.env, vars),
-	bloobankEncoding: encoding,
+	keyEncoding,
 };
 
 const problem = await receiverProblem(url);

@@ -4,7 +4,8 @@ import { adminRoutes } from "./admin/routes";
 import type { AppEnv } from "./app-env";
 import { consoleRoutes } from "./console/routes";
 import { isMissingSchema, MIGRATIONS_HINT, schemaProblem } from "./db/health";
-import { ConfigError, type Env, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
+import { fanOut, layoutHolds } from "./db/shards";
+import { ConfigError, type Env, getShards, getWebhookConfig, isLoopbackHost, type WebhookConfig } from "./env";
 import { RETRY_AFTER_SECONDS } from "./ingress/answers";
 import { noteRejection } from "./ingress/rejections";
 import { ingressRoutes } from "./ingress/routes";
@@ -19,6 +20,7 @@ export type { AppEnv } from "./app-env";
  */
 function requestConfig(env: Env, request: Request): WebhookConfig {
 	const config = getWebhookConfig(env);
+	getShards(env);
 	const published = config.publishedValues[0];
 	// Both the URL and the client: behind Cloudflare's edge CF-Connecting-IP is always set, so a
 	// spoofed Host alone does not pass; locally (wrangler dev) it is absent or loopback.
@@ -44,8 +46,15 @@ export function createApp(): Hono<AppEnv> {
 			if (!(err instanceof ConfigError)) throw err;
 			return c.json({ ok: false, error: err.variable }, 503);
 		}
-		const problem = await schemaProblem(c.env.DB);
-		return problem === null ? c.json({ ok: true }) : c.json({ ok: false, error: problem }, 503);
+		const shards = getShards(c.env);
+		const problems = await fanOut(shards, (s) => schemaProblem(s.db));
+		const problem = problems.find((p) => p !== null) ?? null;
+		if (problem !== null) return c.json({ ok: false, error: problem }, 503);
+		// A reordered or grown DB_SHARDS is a configuration error (src/db/shards.ts).
+		const holds = await layoutHolds(shards, Date.now()).catch(() => "d1" as const);
+		if (holds === "d1") return c.json({ ok: false, error: "d1" }, 503);
+		if (!holds) return c.json({ ok: false, error: "DB_SHARDS" }, 503);
+		return c.json({ ok: true });
 	});
 
 	app.use("*", async (c, next) => {

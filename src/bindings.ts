@@ -3,9 +3,14 @@
  * Types only. Variables are read (and checked) in ./env.ts, nowhere else. src/env.wrangler-check.ts
  * checks `Env` against the types `npm run types` generates from wrangler.toml.
  */
+import type { ProviderVariable } from "./providers/model";
 import type { QueueMessage, ReconcileJob } from "./queue/messages";
 
-export interface Env {
+/** The senders' own variables (secrets and settings), as each provider file declares them. */
+type ProviderVariables = { [V in ProviderVariable]?: string };
+
+export interface Env extends ProviderVariables {
+	/** The home shard: every table; with DB_SHARDS, the per-resource ones are spread (src/db/shards.ts). */
 	DB: D1Database;
 	EVENTS: Queue<QueueMessage>;
 	RECONCILE: Queue<ReconcileJob>;
@@ -16,29 +21,18 @@ export interface Env {
 	/** Optional: Workers Rate Limiting binding, keyed per client address (src/ingress/limit.ts). */
 	WEBHOOK_RATE_LIMITER?: RateLimit;
 
-	BLOOBANK_WEBHOOK_SECRETS?: string;
-	BLOOBANK_SECRET_ENCODING?: string;
-	BOLD_WEBHOOK_SECRETS?: string;
-	BOLD_SUPPORTED_MAJOR_VERSIONS?: string;
-	PAZY_WEBHOOK_SECRETS?: string;
-	STANDARD_WEBHOOK_SECRETS?: string;
+	// The receiver's own variables; each sender's are in its provider file.
 	SIGNATURE_TOLERANCE_SECONDS?: string;
 	MAX_BODY_BYTES?: string;
 	WEBHOOK_PATH_TOKEN?: string;
 	ADMIN_TOKEN?: string;
-	BLOOBANK_API_BASE_URL?: string;
-	BLOOBANK_ACCESS_KEY?: string;
-	BLOOBANK_PRIVATE_KEY?: string;
-	BLOOBANK_SIGNATURE_FORMAT?: string;
-	BLOOBANK_WALLETS?: string;
-	RECONCILE_FILTER_FIELD?: string;
-	RECONCILE_LOOKBACK_HOURS?: string;
 	ALERT_WEBHOOK_URL?: string;
 	SWEEP_STALE_SECONDS?: string;
 	RETENTION_DAYS?: string;
 	DEDUPE_RETENTION_DAYS?: string;
 	ALLOWED_SOURCE_CIDRS?: string;
-	BLOOBANK_REFRESH_AFTER_SECONDS?: string;
+	/** D1 binding names of the shards, the first being the home shard (src/db/shards.ts); default `DB`. */
+	DB_SHARDS?: string;
 }
 
 /** The names of Env's string variables (not its bindings). */

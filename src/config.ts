@@ -30,8 +30,8 @@ export interface WebhookConfig extends Config {
 	/** null: no allow-list. */
 	allowedSourceCidrs: readonly Cidr[] | null;
 	/**
-	 * Variables that hold a value published in this repository or a spec (.dev.vars.example, the
-	 * Standard Webhooks test secret): refused unless the request comes to localhost.
+	 * Variables that hold a value published in this repository or a spec (.dev.vars.example, a
+	 * sender's documented test secret: each provider's publishedSecrets): refused unless the request comes to localhost.
 	 */
 	publishedValues: readonly string[];
 }

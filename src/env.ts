@@ -6,41 +6,35 @@
 import type { Env, EnvVar } from "./bindings";
 import { type Config, ConfigError, list, optional, positiveInt, type WebhookConfig } from "./config";
 import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
+import { MAX_SHARDS, type Shards, shardsFrom } from "./db/shards";
 import { type Cidr, parseCidr } from "./ingress/cidr";
-import { providers } from "./providers";
-import type { ProviderName } from "./providers/model";
+import { PROVIDER_VARIABLES, providers } from "./providers";
+import type { ProviderName, ProviderVariable } from "./providers/model";
 import type { Provider } from "./providers/types";
 import type { Result } from "./result";
 
 export type { Env } from "./bindings";
 export { type Config, ConfigError, type WebhookConfig } from "./config";
 
-/** Every variable Env reads: a `[vars]` key of wrangler.toml must be one of them (test/wiring). */
-export const ENV_VAR_NAMES = [
-	"BLOOBANK_WEBHOOK_SECRETS",
-	"BLOOBANK_SECRET_ENCODING",
-	"BOLD_WEBHOOK_SECRETS",
-	"BOLD_SUPPORTED_MAJOR_VERSIONS",
-	"PAZY_WEBHOOK_SECRETS",
-	"STANDARD_WEBHOOK_SECRETS",
+/** The receiver's own variables (each sender's are in its provider file). */
+const RECEIVER_VARIABLES = [
 	"SIGNATURE_TOLERANCE_SECONDS",
 	"MAX_BODY_BYTES",
 	"WEBHOOK_PATH_TOKEN",
 	"ADMIN_TOKEN",
-	"BLOOBANK_API_BASE_URL",
-	"BLOOBANK_ACCESS_KEY",
-	"BLOOBANK_PRIVATE_KEY",
-	"BLOOBANK_SIGNATURE_FORMAT",
-	"BLOOBANK_WALLETS",
-	"RECONCILE_FILTER_FIELD",
-	"RECONCILE_LOOKBACK_HOURS",
 	"ALERT_WEBHOOK_URL",
 	"SWEEP_STALE_SECONDS",
 	"RETENTION_DAYS",
 	"DEDUPE_RETENTION_DAYS",
 	"ALLOWED_SOURCE_CIDRS",
-	"BLOOBANK_REFRESH_AFTER_SECONDS",
-] as const satisfies readonly (keyof Env)[];
+	"DB_SHARDS",
+] as const satisfies readonly EnvVar[];
+
+/** Every variable Env reads: a `[vars]` key of wrangler.toml must be one of them (test/wiring). */
+export const ENV_VAR_NAMES: readonly ((typeof RECEIVER_VARIABLES)[number] | ProviderVariable)[] = [
+	...RECEIVER_VARIABLES,
+	...PROVIDER_VARIABLES,
+];
 
 /** never while ENV_VAR_NAMES lists every string variable of Env. */
 export type UnlistedEnvVars = Exclude<EnvVar, (typeof ENV_VAR_NAMES)[number]>;
@@ -107,14 +101,16 @@ export function parseConfig(env: Env): Config {
 	};
 }
 
+/** The development admin token of .dev.vars.example: anyone can read it (as every provider's publishedSecrets). */
+const PUBLISHED_ADMIN_TOKEN = "dev-admin-token-change-me-0123456789abcdef0123";
+
 /**
- * Values anyone can read: the development values in .dev.vars.example and the Standard Webhooks
- * spec's test secret. Keep in sync with .dev.vars.example (a test checks it).
+ * Values anyone can read: the development values in .dev.vars.example and the test secrets of a
+ * sender's documentation (each provider's publishedSecrets). Keep in sync with .dev.vars.example.
  */
 export const PUBLISHED_VALUES: ReadonlySet<string> = new Set([
-	"dev-bloobank-secret-change-me-0123456789abcdef",
-	"dev-admin-token-change-me-0123456789abcdef0123",
-	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	PUBLISHED_ADMIN_TOKEN,
+	...Object.values(providers).flatMap((p: Provider) => p.publishedSecrets),
 ]);
 
 export function parseWebhookConfig(env: Env): WebhookConfig {
@@ -128,8 +124,8 @@ export function parseWebhookConfig(env: Env): WebhookConfig {
 		const secrets = list(env[variable]);
 		keys[name] = secrets.map((secret) => {
 			const key = provider.keyFromSecret(secret, env);
-			// A secret that does not decode is ours to fix: never a 401, which BlooBank never retries
-			// (docs/providers.md 1.2).
+			// A secret that does not decode is ours to fix: never a 401, which a sender may never retry
+			// (docs/providers.md 1.1, 6).
 			if (key === null || key.byteLength === 0) throw new ConfigError(variable, "a secret does not decode");
 			return key;
 		});
@@ -208,10 +204,41 @@ export function alertOnlyConfig(env: Env): Config {
 	return { providerSettings: {} as Config["providerSettings"], alertWebhookUrl, ...DEFAULTS };
 }
 
+/**
+ * DB_SHARDS: D1 binding names, DB first: the home shard (src/db/shards.ts). Default `DB`.
+ * A name that is not a D1 binding is a configuration error like any other: 503 and an alert,
+ * never a delivery written to the wrong database.
+ */
+export function parseShards(env: Env): Shards {
+	const names = list(env.DB_SHARDS);
+	const bindings = names.length === 0 ? ["DB"] : names;
+	if (new Set(bindings).size !== bindings.length) throw new ConfigError("DB_SHARDS", "lists a binding twice");
+	// The home shard is DB: the tables that are not per resource stay where one database keeps them.
+	if (bindings[0] !== "DB") throw new ConfigError("DB_SHARDS", "must list DB first (the home shard)");
+	if (bindings.length > MAX_SHARDS) throw new ConfigError("DB_SHARDS", `lists more than ${MAX_SHARDS} bindings`);
+	const all = env as unknown as Record<string, unknown>;
+	return shardsFrom(
+		bindings.map((name) => {
+			const db = all[name] as Partial<D1Database> | undefined;
+			if (typeof db?.prepare !== "function" || typeof db.batch !== "function")
+				throw new ConfigError("DB_SHARDS", `${name} is not a D1 binding`);
+			return db as D1Database;
+		}),
+	);
+}
+
+const shardsCache = new WeakMap<Env, Shards>();
+
+/** Parsed once per env object. Throws ConfigError. */
+export function getShards(env: Env): Shards {
+	return cached(shardsCache, env, parseShards);
+}
+
 /** The variable at fault, or null when the whole configuration parses (`/healthz`, the sweep's alert). */
 export function configProblem(env: Env): ConfigError | null {
 	try {
 		getWebhookConfig(env);
+		getShards(env);
 		return null;
 	} catch (err) {
 		if (err instanceof ConfigError) return err;

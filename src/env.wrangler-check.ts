@@ -5,6 +5,13 @@
  * and optional bindings wrangler.toml does not name. Each line fails to compile when the two drift.
  */
 import type { Env } from "./bindings";
+import type { providers } from "./providers";
+
+/**
+ * The senders' variables are declared in their provider files (src/providers/model.ts): `Env` has
+ * them only when those files are compiled, which this import guarantees.
+ */
+export type Registered = typeof providers;
 
 type Declared = Cloudflare.Env;
 type RequiredKeys<T> = { [K in keyof T]-?: Record<never, never> extends Pick<T, K> ? never : K }[keyof T];

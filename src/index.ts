@@ -2,7 +2,7 @@
 import { createApp } from "./app";
 import { consumeDeadLetters, consumeEvents } from "./apply/consumer";
 import { DAILY_RECONCILE_CRON } from "./cron";
-import { alertOnlyConfig, type Config, ConfigError, type Env, getConfig, reconcileEnabled } from "./env";
+import { alertOnlyConfig, type Config, ConfigError, type Env, getConfig, getShards, reconcileEnabled } from "./env";
 import { log } from "./log";
 import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "./queue/messages";
 import { consumeReconcileDeadLetters } from "./reconcile/dead-letters";
@@ -46,6 +46,7 @@ export default {
 		let config: Config;
 		try {
 			config = getConfig(env);
+			getShards(env);
 		} catch (err) {
 			if (!(err instanceof ConfigError)) throw err;
 			// Nothing the sweep would re-send can be applied until this is fixed: only the alerts run

@@ -4,6 +4,7 @@
  * lands in shell history and in every process listing. A target on plain http must be loopback:
  * these tools send signed deliveries and the admin token, which a network path could read.
  */
+import { encodingVariable, registered, type SimProvider, simProviders } from "./signing";
 
 /** Flags the tools used to take and now refuse, with the variable to set instead. */
 export const SECRET_FLAGS: Record<string, string> = {
@@ -79,15 +80,46 @@ export async function receiverProblem(url: string, fetchImpl: typeof fetch = fet
 	return `${url}/healthz answered ${res.status}: is this the webhook receiver?`;
 }
 
-/** BLOOBANK_SECRET_ENCODING as the receiver reads it (utf8 unless base64). */
-export function bloobankEncoding(
+/**
+ * A provider's key encoding as the receiver reads it from `variable` (utf8 unless base64), or null
+ * when the value is neither. A provider without such a variable signs with utf8.
+ */
+export function keyEncoding(
+	variable: string | null,
 	env: Readonly<Record<string, string | undefined>>,
 	devVars: Readonly<Record<string, string>>,
 ): "utf8" | "base64" | null {
-	const value = (
-		env.BLOOBANK_SECRET_ENCODING?.trim() ||
-		devVars.BLOOBANK_SECRET_ENCODING?.trim() ||
-		"utf8"
-	).toLowerCase();
+	const value = ((variable && (env[variable]?.trim() || devVars[variable]?.trim())) || "utf8").toLowerCase();
 	return value === "utf8" || value === "base64" ? value : null;
+}
+
+/** What a tool needs to sign as one registered provider, read from the environment or .dev.vars. */
+export interface ToolSender {
+	provider: SimProvider;
+	/** The first entry of its secrets variable: the one it signs with. */
+	secret: string;
+	keyEncoding: "utf8" | "base64";
+}
+
+/** The provider named by --provider, its secret and key encoding; or why a tool cannot sign as it. */
+export function toolSender(
+	name: string,
+	env: Readonly<Record<string, string | undefined>>,
+	devVars: Readonly<Record<string, string>>,
+): { ok: true; sender: ToolSender } | { ok: false; error: string } {
+	const names = simProviders();
+	const provider = names.find((p) => p === name);
+	if (!provider) return { ok: false, error: `--provider must be one of ${names.join(", ")}` };
+	const variable: string = registered(provider).secretsVariable;
+	const secret = secretFrom(variable, env, devVars)?.split(",")[0]?.trim();
+	if (!secret) return { ok: false, error: `no secret: set ${variable} in the environment or .dev.vars` };
+	const encodingName = encodingVariable(provider);
+	const encoding = keyEncoding(encodingName, env, devVars);
+	if (!encoding) return { ok: false, error: `${encodingName} must be utf8 or base64 (as the receiver's)` };
+	return { ok: true, sender: { provider, secret, keyEncoding: encoding } };
+}
+
+/** The registered senders' key encoding variables, for the tools' usage texts. */
+export function encodingVariables(): string[] {
+	return simProviders().flatMap((p) => encodingVariable(p) ?? []);
 }

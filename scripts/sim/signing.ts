@@ -1,17 +1,45 @@
 /**
- * How each provider signs a delivery (docs/providers.md): the one signer per scheme, shared by
- * the simulator, the send-test-event tool and the tests (test/support/senders.ts). WebCrypto, and
- * the Standard Webhooks reference library for that scheme, so it runs in Node and in workerd; it
- * is written from the providers' rules, independently of src/, and the tests check it against the
- * receiver's verification and against known-answer vectors.
+ * The one signer per scheme (docs/providers.md), shared by the simulator, the send-test-event tool
+ * and the tests (test/support/senders.ts). Each provider file declares its scheme and its bodies
+ * (`sender` in src/providers/types.ts); this file signs by scheme, so it names no provider and a
+ * new one that signs in a known way needs nothing here. WebCrypto, and the specification's
+ * reference library for `id-timestamp-base64`, so it runs in Node and in workerd; the signing is
+ * written from the schemes' rules, independently of the receiver's verification, and the tests
+ * check it against that verification and against known-answer vectors.
  */
 import { Webhook } from "standardwebhooks";
+import { providers } from "../../src/providers";
+import type { ProviderName } from "../../src/providers/model";
+import type { Provider, SampleState, SenderModel, SigningScheme } from "../../src/providers/types";
 
 /** Every message id and resource id the tools send starts with this: the console and admin API can tell them apart. */
 export const SIMULATED_PREFIX = "sim_";
 
-export type SimProvider = "bloobank" | "bold" | "pazy" | "standard";
-export const SIM_PROVIDERS: readonly SimProvider[] = ["bloobank", "bold", "pazy", "standard"];
+/** A registry name: a ProviderName, or a provider a test registers at run time. */
+export type SimProvider = ProviderName;
+
+/** The registered senders, read when called (a test may register one). */
+export function simProviders(): SimProvider[] {
+	return Object.keys(providers) as SimProvider[];
+}
+
+/** The registry entry of `provider`. */
+export function registered(provider: SimProvider): Provider {
+	const p = (providers as Readonly<Record<string, Provider>>)[provider];
+	if (!p) throw new Error(`no provider named ${provider} in src/providers/index.ts`);
+	return p;
+}
+
+/** How the tools play `provider`, from its registry entry. */
+export function senderOf(provider: SimProvider): SenderModel {
+	return registered(provider).sender;
+}
+
+/** The key encoding variable the receiver reads for `provider` (utf8 unless it says base64), if any. */
+export function encodingVariable(provider: SimProvider): string | null {
+	const signing = senderOf(provider).signing;
+	return signing.kind === "timestamp-hex" ? (signing.encodingVariable ?? null) : null;
+}
 
 const enc = new TextEncoder();
 
@@ -30,44 +58,26 @@ const unb64Lenient = (s: string) => {
 	return unb64(std.padEnd(Math.ceil(std.length / 4) * 4, "="));
 };
 
-/**
- * The headers a provider sends with `body`. `messageId` matters for Standard Webhooks only.
- * `bloobankEncoding` is the receiver's BLOOBANK_SECRET_ENCODING: with base64 the HMAC key is the
- * secret's decoded bytes (docs/providers.md 1.2).
- */
-export async function signDelivery(
-	provider: SimProvider,
+/** The signature headers of `body` under `scheme`. `encoding`: how the receiver decodes the secret into a key. */
+async function signatureHeaders(
+	scheme: SigningScheme,
 	secret: string,
 	body: string,
 	messageId: string,
 	nowMs: number,
-	attempt = 1,
-	bloobankEncoding: "utf8" | "base64" = "utf8",
+	encoding: "utf8" | "base64",
 ): Promise<Record<string, string>> {
-	switch (provider) {
-		case "bloobank": {
-			const ts = String(nowMs);
-			const key = bloobankEncoding === "base64" ? unb64Lenient(secret) : enc.encode(secret);
-			const sig = hex(await hmac(key, `${ts}.${body}`));
-			return {
-				"x-bloobank-timestamp": ts,
-				"x-bloobank-signature": `t=${ts},v1=${sig}`,
-				"x-bloobank-delivery-attempt": String(attempt),
-			};
+	switch (scheme.kind) {
+		case "timestamp-hex": {
+			const t = String(scheme.unit === "ms" ? nowMs : Math.floor(nowMs / 1000));
+			const key = encoding === "base64" ? unb64Lenient(secret) : enc.encode(secret);
+			const headers: Record<string, string> = { [scheme.header]: `t=${t},v1=${hex(await hmac(key, `${t}.${body}`))}` };
+			if (scheme.timestampHeader) headers[scheme.timestampHeader] = t;
+			return headers;
 		}
-		case "bold":
-			return {
-				"x-hmac-signature": hex(await hmac(enc.encode(secret), body)),
-				"x-attempt-id": `${messageId}-a${attempt}`,
-			};
-		case "pazy": {
-			const t = String(Math.floor(nowMs / 1000));
-			return {
-				"x-pazy-signature": `t=${t},v1=${hex(await hmac(enc.encode(secret), `${t}.${body}`))}`,
-				"x-pazy-webhook-attempt": String(attempt),
-			};
-		}
-		case "standard":
+		case "body-hex":
+			return { [scheme.header]: hex(await hmac(enc.encode(secret), body)) };
+		case "id-timestamp-base64":
 			// The specification's reference library signs (and accepts `whsec_` with or without it).
 			return {
 				"webhook-id": messageId,
@@ -77,65 +87,31 @@ export async function signDelivery(
 	}
 }
 
-/** One state of one simulated resource, as the provider would describe it. */
-export interface SimState {
-	id: string;
-	version: number;
-	status: string;
-	amount: number;
-	currency: string;
-	direction: "IN" | "OUT";
-	/** Event time (ms): increases with the version. */
-	at: number;
+/**
+ * The headers `provider` sends with `body`: its signature and its attempt headers. `messageId`
+ * matters where the scheme signs it. `encoding` is the receiver's value of the provider's
+ * encoding variable (see encodingVariable()).
+ */
+export async function signDelivery(
+	provider: SimProvider,
+	secret: string,
+	body: string,
+	messageId: string,
+	nowMs: number,
+	attempt = 1,
+	encoding: "utf8" | "base64" = "utf8",
+): Promise<Record<string, string>> {
+	const sender = senderOf(provider);
+	const signature = await signatureHeaders(sender.signing, secret, body, messageId, nowMs, encoding);
+	return { ...signature, ...sender.attemptHeaders(messageId, attempt) };
 }
 
-/** The envelope of a state change, and the (type, id, version) the receiver must end at. */
+/** One state of one simulated resource. */
+export type SimState = SampleState;
+
+/** The body announcing a state change, as `provider` shapes it. */
 export function envelope(provider: SimProvider, messageId: string, s: SimState, attempt = 1): string {
-	const at = new Date(s.at).toISOString();
-	switch (provider) {
-		case "bloobank":
-			return JSON.stringify({
-				event: `payment_order.${s.status.toLowerCase()}`,
-				messageId,
-				deliveryAttempt: attempt,
-				occurredAt: at,
-				data: {
-					id: s.id,
-					wallet: "w1",
-					ordVersion: s.version,
-					direction: s.direction,
-					status: s.status,
-					amount: s.amount,
-					currency: s.currency,
-					createdAt: at,
-					updatedAt: at,
-				},
-			});
-		case "bold":
-			return JSON.stringify({
-				eventId: messageId,
-				eventName: `payment.${s.status.toLowerCase()}`,
-				entity: "payment",
-				entityId: s.id,
-				occurredOn: at,
-				majorVersion: 1,
-				minorVersion: 0,
-				payload: { id: s.id, status: s.status, amount: s.amount, currency: s.currency },
-			});
-		case "pazy":
-			return JSON.stringify({
-				id: messageId,
-				type: `payment.${s.status.toLowerCase()}`,
-				createdAt: at,
-				data: { paymentId: s.id, status: s.status, amount: s.amount, paymentDate: at },
-			});
-		case "standard":
-			return JSON.stringify({
-				type: `payment.${s.status.toLowerCase()}`,
-				timestamp: at,
-				data: { id: s.id, status: s.status, amount: s.amount },
-			});
-	}
+	return senderOf(provider).sample(messageId, s, attempt);
 }
 
 /** Where the receiver keeps the resource and which version it must hold for state `s`. */
@@ -143,7 +119,5 @@ export function expectedResource(
 	provider: SimProvider,
 	s: SimState,
 ): { type: string; id: string; version: number; status: string } {
-	return provider === "bloobank"
-		? { type: "payment_order", id: s.id, version: s.version, status: s.status }
-		: { type: "payment", id: s.id, version: s.at, status: s.status };
+	return { ...senderOf(provider).expected(s), id: s.id, status: s.status };
 }

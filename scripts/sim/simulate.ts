@@ -6,29 +6,15 @@
  * and inside the test suite.
  */
 import { lifecycle, prng, shuffle } from "./lifecycle";
-import { envelope, expectedResource, SIMULATED_PREFIX, type SimProvider, type SimState, signDelivery } from "./signing";
-
-/** Delay before attempt n+1, seconds, and what the sender does with a 4xx (docs/providers.md). */
-export const SCHEDULES: Record<
-	SimProvider,
-	{ delays: number[]; jitter: [number, number]; fourXxPermanent: boolean; timeoutMs: number }
-> = {
-	bloobank: {
-		delays: [10, 60, 600, 3600, 21600, 43200, 86400, 86400],
-		jitter: [0.5, 1.5],
-		fourXxPermanent: true,
-		timeoutMs: 10_000,
-	},
-	bold: { delays: [20, 40, 80, 160], jitter: [1, 1], fourXxPermanent: true, timeoutMs: 30_000 },
-	pazy: { delays: [30, 60, 120, 240], jitter: [0.9, 1.1], fourXxPermanent: false, timeoutMs: 10_000 },
-	// Svix's published schedule; it retries any non-2xx.
-	standard: {
-		delays: [5, 300, 1800, 7200, 18000, 36000, 36000],
-		jitter: [1, 1],
-		fourXxPermanent: false,
-		timeoutMs: 15_000,
-	},
-};
+import {
+	envelope,
+	expectedResource,
+	SIMULATED_PREFIX,
+	type SimProvider,
+	type SimState,
+	senderOf,
+	signDelivery,
+} from "./signing";
 
 export interface SimOptions {
 	url: string;
@@ -42,8 +28,8 @@ export interface SimOptions {
 	/** Divides the provider's retry delays: 1000 turns "10 s" into 10 ms. */
 	timeScale: number;
 	pathToken?: string | null;
-	/** The receiver's BLOOBANK_SECRET_ENCODING. */
-	bloobankEncoding?: "utf8" | "base64";
+	/** The receiver's value of the provider's key encoding variable (see encodingVariable()). */
+	keyEncoding?: "utf8" | "base64";
 }
 
 export interface SimDeps {
@@ -90,7 +76,8 @@ async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promi
 
 export async function simulate(o: SimOptions, deps: SimDeps): Promise<SimReport> {
 	const random = prng(o.seed);
-	const schedule = SCHEDULES[o.provider];
+	// When the sender redelivers and whether a 4xx ends it: declared in its provider file.
+	const schedule = senderOf(o.provider).retries;
 	const start = deps.now() - 60 * 60_000;
 	const truth = Array.from({ length: o.orders }, (_, i) =>
 		lifecycle(random, `${SIMULATED_PREFIX}${o.seed}_${i}`, start + i * 10),
@@ -121,15 +108,7 @@ export async function simulate(o: SimOptions, deps: SimDeps): Promise<SimReport>
 	await pool(deliveries, o.concurrency, async (d) => {
 		for (let attempt = 1; ; attempt++) {
 			const body = envelope(o.provider, d.messageId, d.state, attempt);
-			const headers = await signDelivery(
-				o.provider,
-				o.secret,
-				body,
-				d.messageId,
-				deps.now(),
-				attempt,
-				o.bloobankEncoding,
-			);
+			const headers = await signDelivery(o.provider, o.secret, body, d.messageId, deps.now(), attempt, o.keyEncoding);
 			report.attempts++;
 			let status: number;
 			try {

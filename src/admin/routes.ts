@@ -4,14 +4,15 @@ import type { AppEnv } from "../app-env";
 import { isDeliveryStatus } from "../db/deliveries";
 import { isEffectStatus } from "../db/effects";
 import { startHandRetry } from "../effects/executor";
-import { PROVIDER_NAMES } from "../providers/model";
+import { getShards } from "../env";
+import { PROVIDER_NAMES } from "../providers";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { refreshOrder } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { adminAuth } from "./auth";
 import { readMetrics } from "./metrics";
-import { parseCursor, parseLimit } from "./pagination";
+import { parseCursor, parseLimit, parseShardCursor } from "./pagination";
 import { getDelivery, getResource, listDeliveries, listEffects, listRejections } from "./views";
 
 const bad = (message: string) => ({ error: message });
@@ -22,23 +23,24 @@ export function adminRoutes(): Hono<AppEnv> {
 
 	app.get("/deliveries", async (c) => {
 		const q = c.req.query();
-		const cursor = parseCursor(q.cursor);
+		const shards = getShards(c.env);
+		const cursor = parseShardCursor(q.cursor, shards.all.length);
 		if (cursor === null) return c.json(bad("invalid cursor"), 400);
 		const status = q.status || undefined;
 		if (status !== undefined && !isDeliveryStatus(status)) return c.json(bad("unknown status"), 400);
 		const filter = { provider: q.provider || undefined, status, event: q.event || undefined };
-		return c.json(await listDeliveries(c.env.DB, filter, cursor, parseLimit(q.limit)));
+		return c.json(await listDeliveries(shards, filter, cursor, parseLimit(q.limit)));
 	});
 
 	app.get("/deliveries/:provider/:messageId", async (c) => {
-		const d = await getDelivery(c.env.DB, c.env.ARCHIVE, c.req.param("provider"), c.req.param("messageId"));
+		const d = await getDelivery(getShards(c.env), c.env.ARCHIVE, c.req.param("provider"), c.req.param("messageId"));
 		return d ? c.json(d) : c.json(bad("not found"), 404);
 	});
 
 	app.post("/deliveries/:provider/:messageId/replay", async (c) => {
 		const provider = c.req.param("provider");
 		const messageId = c.req.param("messageId");
-		const d = await getDelivery(c.env.DB, c.env.ARCHIVE, provider, messageId);
+		const d = await getDelivery(getShards(c.env), c.env.ARCHIVE, provider, messageId);
 		if (!d) return c.json(bad("not found"), 404);
 		if (d.rawBody === null) return c.json(bad("raw body no longer kept in D1 or the archive"), 409);
 		const replayed = await replayDeliveries(c.env, { provider, messageId }, Date.now(), 1);
@@ -75,7 +77,7 @@ export function adminRoutes(): Hono<AppEnv> {
 
 	app.get("/resources/:provider/:type/:id", async (c) => {
 		const { provider, type, id } = c.req.param();
-		const r = await getResource(c.env.DB, provider, type, id, c.req.query("wallet") ?? null);
+		const r = await getResource(getShards(c.env), provider, type, id, c.req.query("wallet") ?? null);
 		switch (r.found) {
 			case "one":
 				return c.json(r.resource);
@@ -91,7 +93,7 @@ export function adminRoutes(): Hono<AppEnv> {
 		const id = c.req.param("id");
 		let wallet = c.req.query("wallet") || null;
 		if (wallet === null) {
-			const local = await getResource(c.env.DB, "bloobank", "payment_order", id, null);
+			const local = await getResource(getShards(c.env), "bloobank", "payment_order", id, null);
 			if (local.found === "ambiguous") return c.json({ error: "ambiguous", wallets: local.wallets }, 409);
 			if (local.found === "none") return c.json(bad("unknown order: name its wallet with ?wallet="), 404);
 			wallet = local.resource.wallet;
@@ -116,13 +118,15 @@ export function adminRoutes(): Hono<AppEnv> {
 	app.get("/effects", async (c) => {
 		const status = c.req.query("status") || undefined;
 		if (status !== undefined && !isEffectStatus(status)) return c.json(bad("unknown status"), 400);
-		const cursor = parseCursor(c.req.query("cursor"));
+		const shards = getShards(c.env);
+		const cursor = parseShardCursor(c.req.query("cursor"), shards.all.length);
 		if (cursor === null) return c.json(bad("invalid cursor"), 400);
-		return c.json(await listEffects(c.env.DB, status, cursor, parseLimit(c.req.query("limit"))));
+		return c.json(await listEffects(shards, status, cursor, parseLimit(c.req.query("limit"))));
 	});
 
 	app.post("/effects/:id/retry", async (c) => {
 		const raw = c.req.param("id");
+		// Effect ids name their shard (src/db/shards.ts): up to 16 digits.
 		const id = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null;
 		if (id === null || !Number.isSafeInteger(id)) return c.json(bad("not found"), 404);
 		const retry = await startHandRetry(c.env, c.get("config"), id, Date.now());
@@ -132,7 +136,7 @@ export function adminRoutes(): Hono<AppEnv> {
 		return c.json({ id, status: "pending" }, 202);
 	});
 
-	app.get("/metrics", async (c) => c.json(await readMetrics(c.env.DB, Date.now(), await lastRun(c.env.DB))));
+	app.get("/metrics", async (c) => c.json(await readMetrics(getShards(c.env), Date.now(), await lastRun(c.env.DB))));
 
 	app.post("/reconcile", async (c) => {
 		const run = await startRun(c.env, "admin", Date.now());

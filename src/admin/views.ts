@@ -5,8 +5,9 @@ import { type DeliveryListRow, type DeliveryStatus, deliveryPage, deliveryRow } 
 import { type EffectStatus, effectPage } from "../db/effects";
 import { rejectionPage } from "../db/rejections";
 import { findResources, type ResourceItemRow } from "../db/resources";
+import { fanOut, globalId, type Shards, shardOfResource } from "../db/shards";
 import { iso } from "../time";
-import { type Page, page } from "./pagination";
+import { type Page, page, shardedPage } from "./pagination";
 
 function deliveryItem(r: DeliveryListRow) {
 	return {
@@ -27,23 +28,35 @@ export interface DeliveryFilter {
 	event?: string;
 }
 
-export async function listDeliveries(
-	db: D1Database,
+/** Newest first across shards (`bounds`: parseShardCursor). */
+export function listDeliveries(
+	shards: Shards,
 	f: DeliveryFilter,
-	below: number,
+	bounds: readonly number[],
 	limit: number,
 ): Promise<Page<unknown>> {
-	const results = await deliveryPage(
-		db,
-		{ provider: f.provider ?? null, status: f.status ?? null, event: f.event ?? null },
-		below,
-		limit + 1,
+	const selection = { provider: f.provider ?? null, status: f.status ?? null, event: f.event ?? null };
+	return shardedPage(
+		shards,
+		bounds,
+		limit,
+		(db, below, take) => deliveryPage(db, selection, below, take),
+		{ id: (r) => r.id, key: (r) => r.received_at },
+		deliveryItem,
 	);
-	return page(results, limit, (r) => r.id, deliveryItem);
 }
 
-export async function getDelivery(db: D1Database, archive: R2Bucket | undefined, provider: string, messageId: string) {
-	const r = await deliveryRow(db, provider, messageId);
+/**
+ * A message id does not say its shard (the resource does, and the body is what is looked up), so
+ * every shard is asked; the unique index (provider, message_id) answers each in one lookup.
+ */
+export async function findDeliveryRow(shards: Shards, provider: string, messageId: string) {
+	const found = await fanOut(shards, (s) => deliveryRow(s.db, provider, messageId));
+	return found.find((r) => r !== null) ?? null;
+}
+
+export async function getDelivery(shards: Shards, archive: R2Bucket | undefined, provider: string, messageId: string) {
+	const r = await findDeliveryRow(shards, provider, messageId);
 	if (!r) return null;
 	return {
 		...deliveryItem(r),
@@ -79,7 +92,7 @@ function resourceItem(r: ResourceItemRow) {
 		provider: r.provider,
 		type: r.type,
 		id: r.id,
-		// A BlooBank order's id is unique only within its wallet (docs/providers.md 1.4).
+		// An id may be unique only within its wallet (docs/providers.md 1.4).
 		wallet: r.wallet === "" ? null : r.wallet,
 		status: r.status,
 		version: r.version,
@@ -91,13 +104,19 @@ function resourceItem(r: ResourceItemRow) {
 
 /** With `wallet`, that wallet's resource; without, the one resource of that id or the wallets holding it. */
 export async function getResource(
-	db: D1Database,
+	shards: Shards,
 	provider: string,
 	type: string,
 	id: string,
 	wallet: string | null,
 ): Promise<ResourceLookup> {
-	const results = await findResources(db, provider, type, id, wallet);
+	// With its wallet the key is whole and names one shard; without, the wallets are what is asked.
+	const results =
+		wallet === null
+			? (await fanOut(shards, (s) => findResources(s.db, provider, type, id, null)))
+					.flat()
+					.sort((a, b) => (a.wallet < b.wallet ? -1 : a.wallet > b.wallet ? 1 : 0))
+			: await findResources(shardOfResource(shards, { provider, type, wallet, id }).db, provider, type, id, wallet);
 	const [first] = results;
 	if (!first) return { found: "none" };
 	if (results.length > 1) return { found: "ambiguous", wallets: results.map((r) => r.wallet) };
@@ -105,18 +124,21 @@ export async function getResource(
 }
 
 /** Effect status filter: `pending` (including ones retrying after a failed attempt), `done`, or `failed` (given up after EFFECT_MAX_ATTEMPTS). */
-export async function listEffects(
-	db: D1Database,
+export function listEffects(
+	shards: Shards,
 	status: EffectStatus | undefined,
-	below: number,
+	bounds: readonly number[],
 	limit: number,
 ): Promise<Page<unknown>> {
-	return page(
-		await effectPage(db, status ?? null, below, limit + 1),
+	return shardedPage(
+		shards,
+		bounds,
 		limit,
-		(r) => r.id,
-		(r) => ({
-			id: r.id,
+		(db, below, take) => effectPage(db, status ?? null, below, take),
+		{ id: (r) => r.id, key: (r) => r.created_at },
+		(r, shard) => ({
+			// Names its shard: `POST /admin/effects/:id/retry` takes it as shown (src/db/shards.ts).
+			id: globalId(shard.index, r.id),
 			provider: r.provider,
 			resource: { type: r.resource_type, id: r.resource_id },
 			kind: r.kind,

@@ -22,12 +22,13 @@ import {
 } from "../db/deliveries";
 import { claimEffectsOf, insertEffects } from "../db/effects";
 import { upsertResources } from "../db/resources";
+import { groupByShard, locate, type Shard, type Shards, shardOfResource } from "../db/shards";
 import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effects/executor";
-import { type Config, ConfigError, type Env, getConfig } from "../env";
+import { type Config, ConfigError, type Env, getConfig, getShards } from "../env";
 import { errorMessage, log } from "../log";
 import { effectsFor, getProvider, storedHeaders } from "../providers";
 import type { Provider, ResourceSnapshot } from "../providers/types";
-import type { DeliveryMessage, QueueMessage } from "../queue/messages";
+import type { QueueMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
 import { freshSnapshots } from "../reconcile/refresh";
 import { backoff } from "../time";
@@ -154,27 +155,85 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 	}
 	if (work.length === 0) return;
 
+	let shards: Shards;
+	try {
+		shards = getShards(env);
+	} catch (err) {
+		if (!(err instanceof ConfigError)) throw err;
+		// Without the shard list no row can be found or noted: everything waits for the fix. The rows
+		// stay `enqueued`, so even messages that run out of retries are re-sent by the sweep then.
+		log("error", "config_error", { variable: err.variable, messages: work.length });
+		for (const m of work) m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+		return;
+	}
+	// A pointer names its row's shard in its id; a snapshot goes to its resource's shard.
+	const byShard = new Map<Shard, ShardWork[]>();
+	for (const m of work) {
+		let entry: ShardWork;
+		if (m.body.kind === "delivery") {
+			const at = locate(shards, m.body.deliveryId);
+			if (!at) {
+				// A shard removed from DB_SHARDS while its pointers were queued: ours to put back.
+				log("error", "pointer_to_unknown_shard", { deliveryId: m.body.deliveryId });
+				m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+				continue;
+			}
+			entry = { message: m, rowId: at.id, shard: at.shard };
+		} else {
+			const r = m.body.resource;
+			const shard = shardOfResource(shards, {
+				provider: m.body.provider,
+				type: r.type,
+				wallet: r.wallet ?? "",
+				id: r.id,
+			});
+			entry = { message: m, rowId: null, shard };
+		}
+		const list = byShard.get(entry.shard) ?? [];
+		list.push(entry);
+		byShard.set(entry.shard, list);
+	}
+
 	let config: Config;
 	try {
 		config = getConfig(env);
 	} catch (err) {
 		if (!(err instanceof ConfigError)) throw err;
-		await holdForConfiguration(env.DB, work, err);
+		await Promise.all([...byShard].map(([shard, items]) => holdForConfiguration(shard.db, items, err)));
 		return;
 	}
+	// One apply batch per shard, the shards in parallel (docs/design.md, storage at scale).
+	await Promise.all([...byShard].map(([shard, items]) => applyInShard(env, config, shard, items, nowMs)));
+}
 
+/** A message of the batch, with the shard it applies in and its row's id there (null for a snapshot). */
+interface ShardWork {
+	message: Message<QueueMessage>;
+	rowId: number | null;
+	shard: Shard;
+}
+
+async function applyInShard(
+	env: Env,
+	config: Config,
+	shard: Shard,
+	items: readonly ShardWork[],
+	nowMs: number,
+): Promise<void> {
+	const db = shard.db;
 	// Snapshots go with the first chunk; pointers follow the id order their rows are loaded in.
 	let first = true;
-	let remaining = work.filter((m) => m.body.kind === "delivery");
-	const snapshots = work.filter((m) => m.body.kind === "snapshot");
+	let remaining = items.filter((w) => w.rowId !== null);
+	const snapshots = items.filter((w) => w.rowId === null);
+	const rowId = (w: ShardWork) => w.rowId ?? 0;
 	while (first || remaining.length > 0) {
-		const ids = remaining.map((m) => (m.body as DeliveryMessage).deliveryId);
-		let chunk: Message<QueueMessage>[];
+		const ids = remaining.map(rowId);
+		let chunk: ShardWork[];
 		let claimed: ClaimedEffectRow[];
 		try {
 			const stored = new Map<number, StoredDelivery>();
 			if (ids.length > 0) {
-				const results = await loadDeliveryChunk(env.DB, JSON.stringify(ids), MAX_CHUNK_BODY_BYTES);
+				const results = await loadDeliveryChunk(db, JSON.stringify(ids), MAX_CHUNK_BODY_BYTES);
 				// A replayed delivery whose body moved to the archive is read back from it; body_bytes
 				// still bounds the chunk (src/db/archive.ts).
 				await Promise.all(
@@ -186,21 +245,22 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 			}
 			// Every pointer up to the last loaded id is in this chunk (missing ones: pruned rows).
 			const lastId = stored.size === 0 ? Number.POSITIVE_INFINITY : Math.max(...stored.keys());
-			chunk = [
-				...(first ? snapshots : []),
-				...remaining.filter((m) => (m.body as DeliveryMessage).deliveryId <= lastId),
-			];
+			chunk = [...(first ? snapshots : []), ...remaining.filter((w) => rowId(w) <= lastId)];
 			// Old BlooBank events are checked against the API first (docs/providers.md 1.6): fresher
 			// snapshots join the same apply batch, after the payloads.
 			const fresh = await freshSnapshots(env, stored.values(), config, nowMs);
-			const plan = planBatch([...chunk.map((m) => m.body), ...fresh], stored, config);
-			const statements = planStatements(env.DB, plan, nowMs);
-			const results = statements.length > 0 ? await env.DB.batch<ClaimedEffectRow>(statements) : [];
+			const bodies = chunk.map((w) =>
+				w.message.body.kind === "delivery" ? { ...w.message.body, deliveryId: rowId(w) } : w.message.body,
+			);
+			const plan = planBatch([...bodies, ...fresh], stored, config);
+			const statements = planStatements(db, plan, nowMs);
+			const results = statements.length > 0 ? await db.batch<ClaimedEffectRow>(statements) : [];
 			// Only the claim statements return rows.
 			claimed = results.flatMap((r) => r.results ?? []);
-			remaining = remaining.filter((m) => (m.body as DeliveryMessage).deliveryId > lastId);
+			remaining = remaining.filter((w) => rowId(w) > lastId);
 			first = false;
 			log("info", "batch_applied", {
+				shard: shard.index,
 				messages: chunk.length,
 				applied: plan.rows.length,
 				ignored: plan.ignored.length,
@@ -210,15 +270,15 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 		} catch (err) {
 			const error = errorMessage(err);
 			const unapplied = [...(first ? snapshots : []), ...remaining];
-			log("error", "batch_apply_failed", { messages: unapplied.length, error });
-			for (const m of unapplied) m.retry({ delaySeconds: retryDelaySeconds(m.attempts) });
-			await recordTransientError(env.DB, unapplied, error);
+			log("error", "batch_apply_failed", { shard: shard.index, messages: unapplied.length, error });
+			for (const w of unapplied) w.message.retry({ delaySeconds: retryDelaySeconds(w.message.attempts) });
+			await recordTransientError(db, unapplied, error);
 			return;
 		}
-		for (const m of chunk) m.ack();
+		for (const w of chunk) w.message.ack();
 
 		try {
-			await executeEffects(env, config, claimed, nowMs);
+			await executeEffects(env, config, shard, claimed, nowMs);
 		} catch (err) {
 			// Committed state; the effects stay pending and the sweep runs them once the claim lapses.
 			log("error", "effects_execution_failed", { effects: claimed.length, error: errorMessage(err) });
@@ -235,22 +295,22 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
  */
 export const CONFIG_ERROR_RETRY_SECONDS = 3_600;
 
-async function holdForConfiguration(db: D1Database, work: readonly Message<QueueMessage>[], err: ConfigError) {
+async function holdForConfiguration(db: D1Database, work: readonly ShardWork[], err: ConfigError) {
 	log("error", "config_error", { variable: err.variable, messages: work.length });
 	const error = `configuration error: ${err.variable}`;
 	try {
 		await recordTransientError(db, work, error);
 	} finally {
-		for (const m of work) {
-			if (m.body.kind === "delivery") m.ack();
-			else m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+		for (const { message } of work) {
+			if (message.body.kind === "delivery") message.ack();
+			else message.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
 		}
 	}
 }
 
 /** Best effort, off the success path: keep the last error visible on the rows being retried. */
-async function recordTransientError(db: D1Database, work: readonly Message<QueueMessage>[], error: string) {
-	const ids = work.flatMap((m) => (m.body.kind === "delivery" ? [m.body.deliveryId] : []));
+async function recordTransientError(db: D1Database, work: readonly ShardWork[], error: string) {
+	const ids = work.flatMap((w) => (w.rowId === null ? [] : [w.rowId]));
 	if (ids.length === 0) return;
 	try {
 		await noteLastError(db, JSON.stringify(ids), error);
@@ -281,8 +341,18 @@ export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env:
 		} else log("error", "dead_lettered_message", { kind: body?.kind ?? null, id: m.id });
 	}
 	if (ids.length > 0) {
-		await markDeadLettered(env.DB, ids, nowMs);
-		log("error", "deliveries_dead_lettered", { count: ids.length });
+		const { groups, unplaced } = groupByShard(getShards(env), ids, (id) => id);
+		await Promise.all(
+			[...groups].map(([shard, rows]) =>
+				markDeadLettered(
+					shard.db,
+					rows.map((r) => r.id),
+					nowMs,
+				),
+			),
+		);
+		if (unplaced.length > 0) log("error", "pointer_to_unknown_shard", { deliveryIds: unplaced });
+		log("error", "deliveries_dead_lettered", { count: ids.length - unplaced.length });
 	}
 	await failReconcileWork(env.DB, snapshots, nowMs);
 	batch.ackAll();

@@ -2,13 +2,15 @@
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { readMetrics } from "../admin/metrics";
-import { parseCursor } from "../admin/pagination";
+import { parseCursor, parseShardCursor } from "../admin/pagination";
 import { getResource, listDeliveries, listEffects } from "../admin/views";
 import { DELIVERY_STATUSES, olderSecretUses } from "../db/deliveries";
 import { lastBeat } from "../db/heartbeats";
+import { fanOut } from "../db/shards";
 import { startHandRetry } from "../effects/executor";
-import { reconcileEnabled } from "../env";
-import { PROVIDER_NAMES } from "../providers/model";
+import { getShards, reconcileEnabled } from "../env";
+import { PROVIDER_NAMES, providers } from "../providers";
+import type { ProviderName } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
 import { refreshOrder } from "../reconcile/refresh";
@@ -149,20 +151,34 @@ function prettyBody(raw: string | null): string {
 /** How far back the rotation status looks (docs/design.md, operator console). */
 const ROTATION_WINDOW_MS = 7 * DAY_MS;
 
+type SecretUse = Awaited<ReturnType<typeof olderSecretUses>>[number];
+
+/** Each shard counts its own deliveries: one line per (provider, secret position) again. */
+function sumSecretUses(perShard: SecretUse[][]): SecretUse[] {
+	const sums = new Map<string, SecretUse>();
+	for (const u of perShard.flat()) {
+		const key = `${u.provider}:${u.secret_position}`;
+		const sum = sums.get(key);
+		sums.set(key, sum ? { ...sum, n: sum.n + u.n, last: Math.max(sum.last, u.last) } : u);
+	}
+	return [...sums.values()];
+}
+
 export function pageRoutes(): Hono<ConsoleEnv> {
 	const app = new Hono<ConsoleEnv>();
 
 	app.get("/", async (c) => {
 		const db = c.env.DB;
+		const shards = getShards(c.env);
 		const nowMs = consoleClock.now();
 		// Five round trips, in parallel: the admin metrics batch, the last run, the charts batch, the
 		// last sweep, and the rotation status (a small partial index).
 		const [metrics, run, charts, sweepBeat, olderSecrets] = await Promise.all([
-			readMetrics(db, nowMs, null),
+			readMetrics(shards, nowMs, null),
 			lastRun(db),
-			readOverviewCharts(db, nowMs),
+			readOverviewCharts(shards, nowMs),
 			lastBeat(db, "sweep"),
-			olderSecretUses(db, nowMs - ROTATION_WINDOW_MS),
+			fanOut(shards, (s) => olderSecretUses(s.db, nowMs - ROTATION_WINDOW_MS)).then(sumSecretUses),
 		]);
 		const config = c.get("config");
 		const firing = charts.alerts.filter((a) => a.firing === 1);
@@ -358,13 +374,15 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 		const provider = PROVIDER_NAMES.find((p) => p === q.provider);
 		const status = DELIVERY_STATUSES.find((s) => s === q.status);
 		const messageId = q.messageId?.trim() || undefined;
-		const cursor = parseCursor(q.cursor) ?? Number.MAX_SAFE_INTEGER;
+		const shards = getShards(c.env);
+		const cursor =
+			parseShardCursor(q.cursor, shards.all.length) ?? parseShardCursor(undefined, shards.all.length) ?? [];
 		let table: Child;
 		let next: string | null = null;
 		if (messageId) {
-			table = <DeliveryTable rows={await findByMessageId(c.env.DB, messageId, provider)} />;
+			table = <DeliveryTable rows={await findByMessageId(shards, messageId, provider)} />;
 		} else {
-			const page = await listDeliveries(c.env.DB, { provider, status }, cursor, PAGE_SIZE);
+			const page = await listDeliveries(shards, { provider, status }, cursor, PAGE_SIZE);
 			table = <DeliveryTable rows={page.items as Parameters<typeof DeliveryTable>[0]["rows"]} />;
 			if (page.nextCursor) {
 				const params = new URLSearchParams();
@@ -401,7 +419,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 
 	app.get("/deliveries/:provider/:messageId", async (c) => {
 		const nowMs = consoleClock.now();
-		const d = await readDelivery(c.env.DB, c.req.param("provider"), c.req.param("messageId"), c.env.ARCHIVE);
+		const d = await readDelivery(getShards(c.env), c.req.param("provider"), c.req.param("messageId"), c.env.ARCHIVE);
 		if (!d) return render(c, "Delivery not found", <p>No delivery with that provider and message id.</p>, 404);
 		const wallet = d.resource_wallet || null;
 		const timeline: [string, number | null, string?][] = [
@@ -479,7 +497,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 	app.post("/deliveries/:provider/:messageId/replay", async (c) => {
 		const provider = c.req.param("provider");
 		const messageId = c.req.param("messageId");
-		const d = await readDelivery(c.env.DB, provider, messageId, c.env.ARCHIVE);
+		const d = await readDelivery(getShards(c.env), provider, messageId, c.env.ARCHIVE);
 		if (!d) return render(c, "Delivery not found", <p>No delivery with that provider and message id.</p>, 404);
 		const back = deliveryHref(provider, messageId);
 		if (d.raw_body === null) return c.redirect(`${back}?done=not_replayable`, 303);
@@ -489,13 +507,13 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 
 	app.get("/resources", async (c) => {
 		const q = c.req.query();
-		const provider = PROVIDER_NAMES.find((p) => p === q.provider) ?? "bloobank";
-		const type = q.type?.trim() || (provider === "bloobank" ? "payment_order" : provider === "pazy" ? "payment" : "");
+		const provider = PROVIDER_NAMES.find((p) => p === q.provider) ?? (PROVIDER_NAMES[0] as ProviderName);
+		const type = q.type?.trim() || providers[provider].lookupType;
 		const id = q.id?.trim() ?? "";
 		const wallet = q.wallet?.trim() || null;
 		let result: Child = null;
 		if (id && type) {
-			const r = await getResource(c.env.DB, provider, type, id, wallet);
+			const r = await getResource(getShards(c.env), provider, type, id, wallet);
 			if (r.found === "one") return c.redirect(resourceHref(provider, type, id, r.resource.wallet), 303);
 			result =
 				r.found === "none" ? (
@@ -560,7 +578,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 	app.get("/resources/:provider/:type/:id", async (c) => {
 		const { provider, type, id } = c.req.param();
 		const wallet = c.req.query("wallet") || null;
-		const r = await getResource(c.env.DB, provider, type, id, wallet);
+		const r = await getResource(getShards(c.env), provider, type, id, wallet);
 		if (r.found !== "one")
 			return render(
 				c,
@@ -571,7 +589,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 				404,
 			);
 		const res = r.resource;
-		const history = await resourceDeliveries(c.env.DB, provider, type, res.wallet ?? "", id);
+		const history = await resourceDeliveries(getShards(c.env), provider, type, res.wallet ?? "", id);
 		const nowMs = consoleClock.now();
 		return render(
 			c,
@@ -631,10 +649,11 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 	});
 
 	app.get("/effects", async (c) => {
-		const max = Number.MAX_SAFE_INTEGER;
+		const shards = getShards(c.env);
+		const first = parseShardCursor(undefined, shards.all.length) ?? [];
 		const [failed, pending] = await Promise.all([
-			listEffects(c.env.DB, "failed", max, PAGE_SIZE),
-			listEffects(c.env.DB, "pending", max, PAGE_SIZE),
+			listEffects(shards, "failed", first, PAGE_SIZE),
+			listEffects(shards, "pending", first, PAGE_SIZE),
 		]);
 		type Item = {
 			id: number;

@@ -17,7 +17,8 @@ import {
 } from "../db/deliveries";
 import { type WindowListRow, windowsOfRuns } from "../db/reconcile";
 import { latestRejections, type RejectionRow, rejectionsPerHourSince } from "../db/rejections";
-import { PROVIDER_NAMES } from "../providers/model";
+import { fanOut, type Shards, shardOfResource } from "../db/shards";
+import { PROVIDER_NAMES } from "../providers";
 
 export const DAY_MS = 24 * 60 * 60_000;
 
@@ -74,26 +75,44 @@ export interface OverviewCharts {
 	alerts: AlertRow[];
 }
 
-/** One D1 batch: the overview's charts and the alert states, over the last 24 h. */
-export async function readOverviewCharts(db: D1Database, nowMs: number): Promise<OverviewCharts> {
+type Row = Record<string, number | string | null>;
+
+/**
+ * One D1 batch per shard for the delivery charts, and one in the home shard for rejections and
+ * alert states, over the last 24 h. Counts and histogram buckets from several shards add up, so
+ * the merged percentiles are those of all deliveries (src/db/shards.ts).
+ */
+export async function readOverviewCharts(shards: Shards, nowMs: number): Promise<OverviewCharts> {
 	const since = nowMs - DAY_MS;
-	const [perMinute, ack, lag, rejections, alerts] = await db.batch<Record<string, number | string | null>>([
-		// Range on deliveries_received_at; one row per (minute, status).
-		deliveriesPerMinute(db, since),
-		ackHistogramPerHour(db, since),
-		lagHistogramPerHour(db, since),
-		// Range on the primary key's leading column (minute).
-		rejectionsPerHourSince(db, Math.floor(since / 60_000)),
-		listAlertStates(db),
+	const home = shards.home.db;
+	const [[rejections, alerts], perShard] = await Promise.all([
+		home.batch<Row>([
+			// Range on the primary key's leading column (minute).
+			rejectionsPerHourSince(home, Math.floor(since / 60_000)),
+			listAlertStates(home),
+		]),
+		fanOut(shards, ({ db }) =>
+			db.batch<Row>([
+				// Range on deliveries_received_at; one row per (minute, status).
+				deliveriesPerMinute(db, since),
+				ackHistogramPerHour(db, since),
+				lagHistogramPerHour(db, since),
+			]),
+		),
 	]);
+	const perMinute = new Map<string, MinuteCount>();
+	for (const [minutes] of perShard) {
+		for (const r of minutes?.results ?? []) {
+			const key = `${r.minute}:${r.status}`;
+			const sum = perMinute.get(key) ?? { minute: Number(r.minute), status: String(r.status), n: 0 };
+			sum.n += Number(r.n);
+			perMinute.set(key, sum);
+		}
+	}
 	return {
-		perMinute: (perMinute?.results ?? []).map((r) => ({
-			minute: Number(r.minute),
-			status: String(r.status),
-			n: Number(r.n),
-		})),
-		ack: percentilesFromHistogram(ack?.results ?? []),
-		lag: percentilesFromHistogram(lag?.results ?? []),
+		perMinute: [...perMinute.values()],
+		ack: percentilesFromHistogram(perShard.flatMap(([, ack]) => ack?.results ?? [])),
+		lag: percentilesFromHistogram(perShard.flatMap(([, , lag]) => lag?.results ?? [])),
 		rejectionsPerHour: (rejections?.results ?? []).map((r) => ({
 			hour: Number(r.hour),
 			reason: String(r.reason),
@@ -110,24 +129,25 @@ export type { DeliveryDetail, DeliveryListRow, ResourceDeliveryRow };
  * A body moved to the R2 archive is read back from it (src/db/archive.ts).
  */
 export async function readDelivery(
-	db: D1Database,
+	shards: Shards,
 	provider: string,
 	messageId: string,
 	archive?: R2Bucket,
 ): Promise<DeliveryDetail | null> {
-	const d = await deliveryDetail(db, provider, messageId);
+	// The message id does not name its shard: each answers on its unique index (src/db/shards.ts).
+	const d = (await fanOut(shards, (s) => deliveryDetail(s.db, provider, messageId))).find((r) => r !== null) ?? null;
 	if (d !== null && d.raw_body === null) d.raw_body = await storedBody(archive, d);
 	return d;
 }
 
 /** A message id across senders (or one): `provider IN (...)` lets the unique index serve it. */
 export async function findByMessageId(
-	db: D1Database,
+	shards: Shards,
 	messageId: string,
 	provider: string | undefined,
 ): Promise<DeliveryListRow[]> {
-	const providers = provider ? [provider] : [...PROVIDER_NAMES];
-	return deliveriesByMessageId(db, JSON.stringify(providers), messageId);
+	const providers = JSON.stringify(provider ? [provider] : [...PROVIDER_NAMES]);
+	return (await fanOut(shards, (s) => deliveriesByMessageId(s.db, providers, messageId))).flat();
 }
 
 /** How many deliveries of one resource the page lists. */
@@ -135,12 +155,14 @@ export const RESOURCE_DELIVERIES_LIMIT = 200;
 
 /** On deliveries_resource: every delivery that carried this resource, in version order. */
 export async function resourceDeliveries(
-	db: D1Database,
+	shards: Shards,
 	provider: string,
 	type: string,
 	wallet: string,
 	id: string,
 ): Promise<ResourceDeliveryRow[]> {
+	// A resource's deliveries live in its shard (src/db/shards.ts).
+	const { db } = shardOfResource(shards, { provider, type, wallet, id });
 	return deliveriesOfResource(db, provider, type, wallet, id, RESOURCE_DELIVERIES_LIMIT);
 }
 

@@ -50,8 +50,8 @@ export function bytesToBase64(bytes: Uint8Array): string {
 }
 
 /**
- * Base64 as people paste it: padded or not, standard or URL-safe alphabet (docs/providers.md
- * 1.2). Still strict about everything else: a stray character or an impossible length is null.
+ * Base64 as people paste it: padded or not, the RFC 4648 alphabet or its URL-safe
+ * variant (docs/providers.md 1.2). Still strict about everything else: a stray character or an impossible length is null.
  */
 export function base64ToBytesLenient(text: string): Uint8Array | null {
 	const s = text.trim().replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "");

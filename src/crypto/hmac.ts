@@ -2,6 +2,23 @@
  * HMAC-SHA256 over WebCrypto. MACs are compared with `crypto.subtle.timingSafeEqual`, never `===`.
  */
 
+/**
+ * workerd's SubtleCrypto, typed so this module also compiles for Node (the tools import the
+ * provider registry, which reaches it): Node's types know neither timingSafeEqual nor byte views
+ * over a possibly shared buffer.
+ */
+const subtle = crypto.subtle as unknown as {
+	importKey(
+		format: "raw",
+		key: Uint8Array,
+		algorithm: { name: "HMAC"; hash: "SHA-256" },
+		extractable: false,
+		usages: ["sign"],
+	): Promise<CryptoKey>;
+	sign(algorithm: "HMAC", key: CryptoKey, data: Uint8Array): Promise<ArrayBuffer>;
+	timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean;
+};
+
 // Resolved keys only, never pending promises: a Worker must not await a promise another
 // request created, and the cache is shared by every request of the isolate.
 const keyCache = new Map<string, CryptoKey>();
@@ -18,7 +35,7 @@ async function hmacKey(keyBytes: Uint8Array): Promise<CryptoKey> {
 	const id = cacheId(keyBytes);
 	const cached = keyCache.get(id);
 	if (cached) return cached;
-	const key = await crypto.subtle.importKey("raw", keyBytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+	const key = await subtle.importKey("raw", keyBytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 	if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
 	keyCache.set(id, key);
 	return key;
@@ -52,9 +69,9 @@ export async function matchingKey(
 	for (const [position, keyBytes] of keys.entries()) {
 		const key = await hmacKey(keyBytes);
 		hmacCounter.count++;
-		const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, data));
+		const mac = new Uint8Array(await subtle.sign("HMAC", key, data));
 		// No early exit: the time spent does not say which candidate or key matched.
-		for (const candidate of usable) if (crypto.subtle.timingSafeEqual(mac, candidate)) match ??= position;
+		for (const candidate of usable) if (subtle.timingSafeEqual(mac, candidate)) match ??= position;
 	}
 	return match;
 }
@@ -66,8 +83,8 @@ export function timingSafeEqualString(a: string, b: string): boolean {
 	const y = enc.encode(b);
 	if (x.byteLength !== y.byteLength) {
 		// Still spend the comparison, so the length is the only thing a timing attacker learns.
-		crypto.subtle.timingSafeEqual(x, x);
+		subtle.timingSafeEqual(x, x);
 		return false;
 	}
-	return crypto.subtle.timingSafeEqual(x, y);
+	return subtle.timingSafeEqual(x, y);
 }

@@ -18,16 +18,16 @@ const deliveryColumns = () => ({
 	status: text("status").notNull(),
 	rawBody: text("raw_body"),
 	bodyBytes: integer("body_bytes").notNull(),
-	/** The sender's own attempt counter (BlooBank deliveryAttempt), for audit. */
+	/** The sender's own attempt counter (docs/providers.md 1.3), for audit. */
 	providerAttempt: integer("provider_attempt"),
-	/** The sender's attempt id where it has one (Bold attemptId), for audit. */
+	/** The sender's attempt id where it has one (docs/providers.md 2), for audit. */
 	attemptRef: text("attempt_ref"),
 	/** The few non-secret headers the provider's parse() reads (JSON), so re-parsing matches ingress. */
 	headers: text("headers"),
 	/** Why a delivery was ignored (event not modelled, unsupported version). */
 	note: text("note"),
 	resourceType: text("resource_type"),
-	/** The resource's scope where ids are unique only within one (BlooBank: the wallet); "" elsewhere. */
+	/** The resource's scope where ids are unique only within one (docs/providers.md 1.4: a wallet); "" elsewhere. */
 	resourceWallet: text("resource_wallet"),
 	resourceId: text("resource_id"),
 	resourceVersion: integer("resource_version"),
@@ -92,7 +92,7 @@ export const deliveryMoves = sqliteTable("delivery_moves", deliveryColumns());
 
 /**
  * The local mirror of provider state. Only src/apply writes it (one writer). A resource is keyed
- * by (provider, type, wallet, id): BlooBank order ids are unique only within a wallet
+ * by (provider, type, wallet, id): a sender's ids may be unique only within a wallet
  * (docs/providers.md 1.4); senders without such a scope use wallet "".
  */
 export const resources = sqliteTable(

@@ -12,7 +12,8 @@ import {
 	markEffectDone,
 	markEffectRetry,
 } from "../db/effects";
-import type { Config, Env } from "../env";
+import { fanOut, globalId, locate, type Shard } from "../db/shards";
+import { type Config, type Env, getShards } from "../env";
 import { errorMessage, log } from "../log";
 import { backoff } from "../time";
 import { type Effect, type EffectContext, handlers } from "./handlers";
@@ -47,14 +48,16 @@ export interface ExecuteReport {
 	failed: number;
 }
 
+/** Runs effects claimed in `shard`: their writes and "mark done" commit in that shard (src/db/shards.ts). */
 export async function executeEffects(
 	env: Env,
 	config: Config,
+	shard: Shard,
 	rows: readonly ClaimedEffectRow[],
 	nowMs: number,
 ): Promise<ExecuteReport> {
 	if (rows.length === 0) return { done: 0, failed: 0 };
-	const db = env.DB;
+	const db = shard.db;
 	const ctx: EffectContext = { env, config };
 	const outcomes = await Promise.all(
 		rows.map(async (row) => {
@@ -69,8 +72,8 @@ export async function executeEffects(
 				const error = errorMessage(err);
 				const attempts = row.attempts + 1;
 				if (attempts >= EFFECT_MAX_ATTEMPTS)
-					log("error", "effect_gave_up", { effectId: row.id, kind: row.kind, attempts, error });
-				else log("warn", "effect_failed", { effectId: row.id, kind: row.kind, attempts, error });
+					log("error", "effect_gave_up", { effectId: globalId(shard.index, row.id), kind: row.kind, attempts, error });
+				else log("warn", "effect_failed", { effectId: globalId(shard.index, row.id), kind: row.kind, attempts, error });
 				return {
 					row,
 					statements: [
@@ -101,10 +104,13 @@ export async function executeEffects(
 	return { done, failed };
 }
 
-/** The sweep's share: take over pending effects whose claim has lapsed, and run them. */
+/** The sweep's share: take over pending effects whose claim has lapsed, and run them, in every shard. */
 export async function retryPendingEffects(env: Env, config: Config, nowMs: number, limit = 50): Promise<ExecuteReport> {
-	const claimed = await claimLapsedEffects(env.DB, nowMs + EFFECT_CLAIM_MS, nowMs, limit);
-	return executeEffects(env, config, claimed, nowMs);
+	const reports = await fanOut(getShards(env), async (shard) => {
+		const claimed = await claimLapsedEffects(shard.db, nowMs + EFFECT_CLAIM_MS, nowMs, limit);
+		return executeEffects(env, config, shard, claimed, nowMs);
+	});
+	return { done: reports.reduce((n, r) => n + r.done, 0), failed: reports.reduce((n, r) => n + r.failed, 0) };
 }
 
 export type HandRetry = { claimed: ClaimedEffectRow } | { status: string } | null;
@@ -138,10 +144,13 @@ export type HandRetryOutcome =
  * waitUntil (`run` never rejects). If that run dies, the sweep takes it over once the claim lapses.
  */
 export async function startHandRetry(env: Env, config: Config, id: number, nowMs: number): Promise<HandRetryOutcome> {
-	const retry = await claimForHandRetry(env.DB, id, nowMs);
+	// `id` is the effect's id as the admin API shows it, which names its shard (src/db/shards.ts).
+	const at = locate(getShards(env), id);
+	if (!at) return { outcome: "not_found" };
+	const retry = await claimForHandRetry(at.shard.db, at.id, nowMs);
 	if (retry === null) return { outcome: "not_found" };
 	if ("status" in retry) return { outcome: "not_failed", status: retry.status };
-	const run = executeEffects(env, config, [retry.claimed], nowMs).then(
+	const run = executeEffects(env, config, at.shard, [retry.claimed], nowMs).then(
 		() => undefined,
 		(err) => log("error", "effect_retry_failed", { effectId: id, error: errorMessage(err) }),
 	);

@@ -1,6 +1,6 @@
 /**
  * Every way a webhook request can end, and its answer: docs/design.md invariant 9 on one screen.
- * 4xx only when the request is certainly not a genuine delivery, because BlooBank never retries
+ * 4xx only when the request is certainly not a genuine delivery, because a sender may never retry
  * a 4xx (docs/providers.md 1.1); whatever is our fault or may be temporary is 5xx, so the sender
  * retries; rate limiting is 503, never 429. Nothing else in the code picks a status code.
  */
@@ -25,6 +25,8 @@ export type Ending =
 	/** Outside ALLOWED_SOURCE_CIDRS: a stale list must not fail genuine deliveries for good. */
 	| "source_not_allowed"
 	| "rate_limited"
+	/** DB_SHARDS reordered or grown after data was placed (src/db/shards.ts): ours to put back. */
+	| "config_error"
 	| "too_large"
 	| VerifyFailure
 	/** Signed, but nothing to store under a dedupe key: retried until the code can read it. */
@@ -51,6 +53,7 @@ export const ANSWERS: Readonly<Record<Ending, Answer>> = {
 	provider_not_configured: { status: 503, outcome: "rejected" },
 	source_not_allowed: { status: 503, outcome: "rejected" },
 	rate_limited: { status: 503, outcome: "unavailable" },
+	config_error: { status: 503, outcome: "rejected" },
 	too_large: { status: 413, outcome: "rejected" },
 	missing_signature: SIGNATURE,
 	malformed_signature: SIGNATURE,

@@ -27,7 +27,8 @@ import type { NormalisedEvent } from "../providers/types";
 
 /**
  * A send takes milliseconds; a holder that has not sent within this long crashed. Shorter than
- * the earliest provider retry (BlooBank's second attempt: ~10 s, jittered down to 5 s), so a
+ * the earliest provider retry (docs/providers.md 1.1: a second attempt after ~10 s,
+ * jittered down to 5 s), so a
  * retry after a crash between the commit and the send re-sends at once instead of waiting for
  * the sweep. A slow holder racing a re-send only costs a duplicate queue message, which the
  * consumer dedupes.

@@ -1,8 +1,8 @@
 /**
  * The optional rate limiter (WEBHOOK_RATE_LIMITER), keyed per client, never per sender: a key
  * per provider let unsigned junk use up a real provider's budget, so its genuine deliveries got
- * 503 until it gave up. Over the limit is 503, never 429 (docs/design.md invariant 9: BlooBank
- * never retries a 4xx).
+ * 503 until it gave up. Over the limit is 503, never 429 (docs/design.md invariant 9: a sender
+ * may never retry a 4xx, docs/providers.md 1.1).
  */
 import { errorMessage, log } from "../log";
 import { parseIp } from "./cidr";

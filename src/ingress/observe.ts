@@ -3,7 +3,8 @@
  * Analytics Engine data point (when the binding is configured), the rejection count, and the
  * "enqueued" mark with the ack latency. All of it runs in waitUntil, off the answer path.
  */
-import type { Env } from "../env";
+import { locate } from "../db/shards";
+import { type Env, getShards } from "../env";
 import { errorMessage, log } from "../log";
 import { markEnqueuedSoon } from "./inbox";
 import type { Receipt } from "./receive";
@@ -49,8 +50,10 @@ export async function observe({ env, provider, receipt: r, ackMs, nowMs, clientI
 	}
 	if ((r.outcome === "accepted" || r.outcome === "resent") && r.deliveryId !== null) {
 		// If this write is lost, the sweep re-sends the row and the consumer dedupes.
-		const mark = { id: r.deliveryId, ackMs: r.outcome === "accepted" ? ackMs : null };
-		await markEnqueuedSoon(env.DB, mark, nowMs)?.catch((err) =>
+		const at = locate(getShards(env), r.deliveryId);
+		if (!at) return;
+		const mark = { id: at.id, ackMs: r.outcome === "accepted" ? ackMs : null };
+		await markEnqueuedSoon(at.shard.db, mark, nowMs)?.catch((err) =>
 			log("warn", "mark_enqueued_failed", { deliveryId: r.deliveryId, error: errorMessage(err) }),
 		);
 	}

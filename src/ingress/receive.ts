@@ -6,7 +6,8 @@
  */
 import { releaseSendToken } from "../db/deliveries";
 import { isMissingSchema, MIGRATIONS_HINT } from "../db/health";
-import type { Env, WebhookConfig } from "../env";
+import { globalId, layoutHolds, shardOfDelivery } from "../db/shards";
+import { type Env, getShards, type WebhookConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { keptHeadersJson } from "../providers";
 import { verifiedBy } from "../providers/signature";
@@ -80,13 +81,21 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 	const event = parsed.event;
 	const base = { size, messageId: event.messageId };
 
+	// The delivery's shard is its resource's (src/db/shards.ts): its duplicates, its state and its
+	// effects are all decided inside that one database.
+	const shards = getShards(env);
+	const shard = shardOfDelivery(shards, event.provider, event.messageId, event.resource);
 	let outcome: Awaited<ReturnType<typeof recordDelivery>>;
 	try {
+		if (!(await layoutHolds(shards, nowMs))) {
+			log("error", "shard_layout_changed", { provider: provider.name, messageId: event.messageId });
+			return receipt("config_error", base);
+		}
 		// The clock at the write, not at the request's start: the send lease (SEND_LEASE_MS) runs
 		// from here, so a slow upload does not eat into it.
 		const writtenAt = Date.now();
 		const kept = keptHeadersJson(provider, request.headers);
-		outcome = await recordDelivery(env.DB, event, text, size, kept, writtenAt, verified.position);
+		outcome = await recordDelivery(shard.db, event, text, size, kept, writtenAt, verified.position);
 	} catch (err) {
 		const missing = isMissingSchema(err);
 		log("error", missing ? "migrations_not_applied" : "inbox_write_failed", {
@@ -98,7 +107,7 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 		return receipt("d1_error", base);
 	}
 
-	const deliveryId = outcome.id;
+	const deliveryId = globalId(shard.index, outcome.id);
 	if (!outcome.mustSend) {
 		return receipt(outcome.kind === "new" ? "ignored" : "duplicate", { ...base, deliveryId });
 	}
@@ -111,7 +120,7 @@ export async function receive(provider: Provider, request: Request, ctx: Receive
 			messageId: event.messageId,
 			error: errorMessage(err),
 		});
-		ctx.waitUntil(releaseSendToken(env.DB, deliveryId).catch(() => {}));
+		ctx.waitUntil(releaseSendToken(shard.db, outcome.id).catch(() => {}));
 		return receipt("queue_error", { ...base, deliveryId });
 	}
 	return receipt(outcome.kind === "new" ? "accepted" : "resent", { ...base, deliveryId });

@@ -6,7 +6,6 @@
  * Envelope (1.3): newer `{event,messageId,deliveryAttempt,occurredAt?,data}` or older
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
-import type { Env } from "../bindings";
 import { ConfigError, positiveInt } from "../config";
 import { base64ToBytesLenient, concatBytes, utf8 } from "../crypto/encoding";
 import { paymentOrderEffects } from "../effects/rules";
@@ -25,10 +24,27 @@ import {
 	isRecord,
 	type ParseResult,
 	type Provider,
+	type ProviderEnv,
 	parseObject,
 	positiveIntOrNull,
 	type ResourceSnapshot,
 } from "./types";
+
+declare module "./model" {
+	interface ProviderVariables {
+		bloobank:
+			| "BLOOBANK_WEBHOOK_SECRETS"
+			| "BLOOBANK_SECRET_ENCODING"
+			| "BLOOBANK_REFRESH_AFTER_SECONDS"
+			| "BLOOBANK_API_BASE_URL"
+			| "BLOOBANK_ACCESS_KEY"
+			| "BLOOBANK_PRIVATE_KEY"
+			| "BLOOBANK_SIGNATURE_FORMAT"
+			| "BLOOBANK_WALLETS"
+			| "RECONCILE_FILTER_FIELD"
+			| "RECONCILE_LOOKBACK_HOURS";
+	}
+}
 
 export function checkBlooBankSignature({ headers, nowMs, config }: SignatureInput): SignatureCheck {
 	const header = headers.get("x-bloobank-signature");
@@ -164,7 +180,7 @@ export function blooBankStatusRank(status: string): number {
  * Decision (docs/providers.md 1.2): the HMAC key is the secret's UTF-8 bytes as shown, unless
  * BLOOBANK_SECRET_ENCODING=base64 (then its decoded bytes; padded, unpadded or URL-safe).
  */
-export function blooBankKey(secret: string, env: Env): Uint8Array | null {
+export function blooBankKey(secret: string, env: ProviderEnv<"bloobank">): Uint8Array | null {
 	const encoding = (env.BLOOBANK_SECRET_ENCODING ?? "utf8").trim().toLowerCase();
 	if (encoding === "utf8") return utf8(secret);
 	if (encoding === "base64") return base64ToBytesLenient(secret);
@@ -179,15 +195,30 @@ export interface BlooBankSettings {
 	refreshAfterSeconds: number;
 }
 
-export function blooBankSettings(env: Env): BlooBankSettings {
+export function blooBankSettings(env: ProviderEnv<"bloobank">): BlooBankSettings {
 	return {
 		refreshAfterSeconds: positiveInt("BLOOBANK_REFRESH_AFTER_SECONDS", env.BLOOBANK_REFRESH_AFTER_SECONDS, 3600),
 	};
 }
 
-export const bloobank: Provider<BlooBankSettings> = {
+export const bloobank: Provider<BlooBankSettings, "bloobank"> = {
 	name: "bloobank",
 	secretsVariable: "BLOOBANK_WEBHOOK_SECRETS",
+	variables: [
+		"BLOOBANK_WEBHOOK_SECRETS",
+		"BLOOBANK_SECRET_ENCODING",
+		"BLOOBANK_REFRESH_AFTER_SECONDS",
+		// The API, for reconciliation and the refresh (src/reconcile/).
+		"BLOOBANK_API_BASE_URL",
+		"BLOOBANK_ACCESS_KEY",
+		"BLOOBANK_PRIVATE_KEY",
+		"BLOOBANK_SIGNATURE_FORMAT",
+		"BLOOBANK_WALLETS",
+		"RECONCILE_FILTER_FIELD",
+		"RECONCILE_LOOKBACK_HOURS",
+	],
+	// The development secret of .dev.vars.example.
+	publishedSecrets: ["dev-bloobank-secret-change-me-0123456789abcdef"],
 	keyFromSecret: blooBankKey,
 	settings: blooBankSettings,
 	keptHeaders: ["x-bloobank-delivery-attempt"],
@@ -195,4 +226,42 @@ export const bloobank: Provider<BlooBankSettings> = {
 	parse: parseBlooBank,
 	statusRank: blooBankStatusRank,
 	effects: { payment_order: paymentOrderEffects },
+	lookupType: "payment_order",
+	sender: {
+		signing: {
+			kind: "timestamp-hex",
+			header: "x-bloobank-signature",
+			unit: "ms",
+			timestampHeader: "x-bloobank-timestamp",
+			encodingVariable: "BLOOBANK_SECRET_ENCODING",
+		},
+		retries: {
+			delays: [10, 60, 600, 3600, 21600, 43200, 86400, 86400],
+			jitter: [0.5, 1.5],
+			fourXxPermanent: true,
+			timeoutMs: 10_000,
+		},
+		attemptHeaders: (_messageId, attempt) => ({ "x-bloobank-delivery-attempt": String(attempt) }),
+		sample: (messageId, s, attempt) => {
+			const at = new Date(s.at).toISOString();
+			return JSON.stringify({
+				event: `payment_order.${s.status.toLowerCase()}`,
+				messageId,
+				deliveryAttempt: attempt,
+				occurredAt: at,
+				data: {
+					id: s.id,
+					wallet: "w1",
+					ordVersion: s.version,
+					direction: s.direction,
+					status: s.status,
+					amount: s.amount,
+					currency: s.currency,
+					createdAt: at,
+					updatedAt: at,
+				},
+			});
+		},
+		expected: (s) => ({ type: "payment_order", version: s.version }),
+	},
 };

@@ -7,7 +7,6 @@
  * Ordering: `occurredOn` (newer wins per entity/entityId). Majors outside
  * BOLD_SUPPORTED_MAJOR_VERSIONS are stored and marked ignored ("unsupported"), answered 2xx.
  */
-import type { Env } from "../bindings";
 import { ConfigError, list } from "../config";
 import { base64ToBytes, hexToBytes, utf8 } from "../crypto/encoding";
 import { type SignatureCheck, type SignatureInput, type VerifyInput, verifySigned } from "./signature";
@@ -19,8 +18,15 @@ import {
 	isRecord,
 	type ParseResult,
 	type Provider,
+	type ProviderEnv,
 	parseObject,
 } from "./types";
+
+declare module "./model" {
+	interface ProviderVariables {
+		bold: "BOLD_WEBHOOK_SECRETS" | "BOLD_SUPPORTED_MAJOR_VERSIONS";
+	}
+}
 
 const EVENT_NAME = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/i;
 
@@ -48,7 +54,7 @@ export interface BoldSettings {
 	supportedMajors: readonly number[];
 }
 
-export function boldSettings(env: Env): BoldSettings {
+export function boldSettings(env: ProviderEnv<"bold">): BoldSettings {
 	const supportedMajors = list(env.BOLD_SUPPORTED_MAJOR_VERSIONS ?? "1").map((m) => {
 		const n = Number(m);
 		if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError("BOLD_SUPPORTED_MAJOR_VERSIONS", "must list integers");
@@ -104,9 +110,11 @@ export function parseBold(body: string, headers: Headers, settings: BoldSettings
 	};
 }
 
-export const bold: Provider<BoldSettings> = {
+export const bold: Provider<BoldSettings, "bold"> = {
 	name: "bold",
 	secretsVariable: "BOLD_WEBHOOK_SECRETS",
+	variables: ["BOLD_WEBHOOK_SECRETS", "BOLD_SUPPORTED_MAJOR_VERSIONS"],
+	publishedSecrets: [],
 	// Decision (docs/providers.md 2): the key is the secret's UTF-8 bytes as shown.
 	keyFromSecret: (secret) => utf8(secret),
 	settings: boldSettings,
@@ -114,6 +122,24 @@ export const bold: Provider<BoldSettings> = {
 	checkSignature: checkBoldSignature,
 	parse: parseBold,
 	statusRank: genericStatusRank,
-	// Decision (docs/design.md, effects): the template declares effects for BlooBank orders only.
+	// Decision (docs/providers.md 6): the template declares effect rules for one sender's orders only.
 	effects: {},
+	lookupType: "",
+	sender: {
+		signing: { kind: "body-hex", header: "x-hmac-signature" },
+		retries: { delays: [20, 40, 80, 160], jitter: [1, 1], fourXxPermanent: true, timeoutMs: 30_000 },
+		attemptHeaders: (messageId, attempt) => ({ "x-attempt-id": `${messageId}-a${attempt}` }),
+		sample: (messageId, s) =>
+			JSON.stringify({
+				eventId: messageId,
+				eventName: `payment.${s.status.toLowerCase()}`,
+				entity: "payment",
+				entityId: s.id,
+				occurredOn: new Date(s.at).toISOString(),
+				majorVersion: 1,
+				minorVersion: 0,
+				payload: { id: s.id, status: s.status, amount: s.amount, currency: s.currency },
+			}),
+		expected: (s) => ({ type: "payment", version: s.at }),
+	},
 };

@@ -1,16 +1,27 @@
-/** The registry: adding a provider is writing its file and listing it here. */
+/**
+ * The registry: adding a provider is writing its file and listing it here. Configuration, routes,
+ * the consumer, the console and the tools read the senders from here, and nowhere else names one.
+ */
 
 import type { EffectSeed } from "../effects/rules";
 import { bloobank } from "./bloobank";
 import { bold } from "./bold";
-import type { ProviderName } from "./model";
+import type { ProviderName, ProviderVariable } from "./model";
 import { pazy } from "./pazy";
 import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";
 import type { Provider, ResourceSnapshot, VerifyResult } from "./types";
 
-/** The one list of senders: configuration, routes, the consumer and the tools all read it. */
-export const providers: Readonly<Record<ProviderName, Provider>> = { bloobank, bold, pazy, standard };
+/** The one list of senders: its type requires one entry per name the provider files declare. */
+export const providers: { readonly [N in ProviderName]: Provider<unknown, N> } = { bloobank, bold, pazy, standard };
+
+/** The senders' names, in registry order (the first is the tools' and the console's default). */
+export const PROVIDER_NAMES = Object.keys(providers) as ProviderName[];
+
+/** Every variable some sender reads. */
+export const PROVIDER_VARIABLES: readonly ProviderVariable[] = Object.values(providers).flatMap(
+	(p: Provider) => p.variables,
+);
 
 export function getProvider(name: string): Provider | null {
 	return Object.hasOwn(providers, name) ? providers[name as ProviderName] : null;

@@ -29,6 +29,12 @@ import {
 	positiveIntOrNull,
 } from "./types";
 
+declare module "./model" {
+	interface ProviderVariables {
+		pazy: "PAZY_WEBHOOK_SECRETS";
+	}
+}
+
 export function checkPazySignature({ headers, nowMs, config }: SignatureInput): SignatureCheck {
 	const header = headers.get("x-pazy-signature");
 	if (header === null || header.trim() === "") return { ok: false, reason: "missing_signature" };
@@ -77,9 +83,11 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 	};
 }
 
-export const pazy: Provider<null> = {
+export const pazy: Provider<null, "pazy"> = {
 	name: "pazy",
 	secretsVariable: "PAZY_WEBHOOK_SECRETS",
+	variables: ["PAZY_WEBHOOK_SECRETS"],
+	publishedSecrets: [],
 	// Decision (docs/providers.md 3): the key is the secret's UTF-8 bytes as shown.
 	keyFromSecret: (secret) => utf8(secret),
 	settings: () => null,
@@ -87,6 +95,22 @@ export const pazy: Provider<null> = {
 	checkSignature: checkPazySignature,
 	parse: parsePazy,
 	statusRank: genericStatusRank,
-	// Decision (docs/design.md, effects): the template declares effects for BlooBank orders only.
+	// Decision (docs/providers.md 6): the template declares effect rules for one sender's orders only.
 	effects: {},
+	lookupType: "payment",
+	sender: {
+		signing: { kind: "timestamp-hex", header: "x-pazy-signature", unit: "s" },
+		retries: { delays: [30, 60, 120, 240], jitter: [0.9, 1.1], fourXxPermanent: false, timeoutMs: 10_000 },
+		attemptHeaders: (_messageId, attempt) => ({ "x-pazy-webhook-attempt": String(attempt) }),
+		sample: (messageId, s) => {
+			const at = new Date(s.at).toISOString();
+			return JSON.stringify({
+				id: messageId,
+				type: `payment.${s.status.toLowerCase()}`,
+				createdAt: at,
+				data: { paymentId: s.id, status: s.status, amount: s.amount, paymentDate: at },
+			});
+		},
+		expected: (s) => ({ type: "payment", version: s.at }),
+	},
 };

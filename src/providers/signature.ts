@@ -84,7 +84,7 @@ export interface TimestampedHeader {
 }
 
 /**
- * `t=...,v1=...[,v1=...][,v2=...]` (BlooBank, Pazy). Decision (docs/providers.md 1.2): an item
+ * `t=...,v1=...[,v1=...][,v2=...]` (docs/providers.md 1.2 and 3). Decision (docs/providers.md 1.2): an item
  * without `=`, of a version we do not know, or a malformed `v1` is skipped, not fatal (a trailing
  * comma must not reject a genuine delivery); only the first MAX_SIGNATURE_ITEMS items count.
  */

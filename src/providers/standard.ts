@@ -25,6 +25,12 @@ import {
 	parseObject,
 } from "./types";
 
+declare module "./model" {
+	interface ProviderVariables {
+		standard: "STANDARD_WEBHOOK_SECRETS";
+	}
+}
+
 /**
  * How an event maps onto a resource. Edit this for your sender; the default reads the event's
  * `type`, `data.id` and `data.status`, and orders snapshots by the payload's `timestamp` (the
@@ -103,15 +109,37 @@ export function standardKey(secret: string): Uint8Array | null {
 	return base64ToBytesLenient(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
 }
 
-export const standard: Provider<null> = {
+export const standard: Provider<null, "standard"> = {
 	name: "standard",
 	secretsVariable: "STANDARD_WEBHOOK_SECRETS",
+	variables: ["STANDARD_WEBHOOK_SECRETS"],
+	// The specification's example secret, which .dev.vars.example also shows.
+	publishedSecrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
 	keyFromSecret: standardKey,
 	settings: () => null,
 	keptHeaders: ["webhook-id", "webhook-timestamp"],
 	checkSignature: checkStandardSignature,
 	parse: parseStandard,
 	statusRank: genericStatusRank,
-	// Decision (docs/design.md, effects): the template declares effects for BlooBank orders only.
+	// Decision (docs/providers.md 6): the template declares effect rules for one sender's orders only.
 	effects: {},
+	lookupType: "",
+	sender: {
+		signing: { kind: "id-timestamp-base64" },
+		// Svix's published schedule; it retries any non-2xx.
+		retries: {
+			delays: [5, 300, 1800, 7200, 18000, 36000, 36000],
+			jitter: [1, 1],
+			fourXxPermanent: false,
+			timeoutMs: 15_000,
+		},
+		attemptHeaders: () => ({}),
+		sample: (_messageId, s) =>
+			JSON.stringify({
+				type: `payment.${s.status.toLowerCase()}`,
+				timestamp: new Date(s.at).toISOString(),
+				data: { id: s.id, status: s.status, amount: s.amount },
+			}),
+		expected: (s) => ({ type: "payment", version: s.at }),
+	},
 };

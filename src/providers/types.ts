@@ -2,10 +2,9 @@
  * The provider interface: what ingress, apply and the admin views know about a sender.
  * A provider is one file exporting a `Provider`; src/providers/index.ts lists them.
  */
-import type { Env, EnvVar } from "../bindings";
 import type { EffectSeed } from "../effects/rules";
 import type { Result } from "../result";
-import type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
+import type { NormalisedEvent, ProviderName, ProviderVariables, ResourceSnapshot } from "./model";
 import type { SignatureCheck, SignatureInput } from "./signature";
 
 export type { NormalisedEvent, ProviderName, ResourceSnapshot } from "./model";
@@ -21,22 +20,33 @@ export type ParseFailure = "invalid_json" | "not_an_object" | "missing_message_i
 
 export type ParseResult = Result<{ event: NormalisedEvent }, { reason: ParseFailure; detail?: string }>;
 
+/** The variables a provider reads, as `env` holds them (unset: undefined). */
+export type ProviderEnv<N extends ProviderName> = { readonly [V in ProviderVariables[N]]?: string };
+
 /**
  * One sender, in one file: its secrets variable and how a secret becomes an HMAC key, its own
- * settings, the signature check, the parser, the status rank and the effect rules. `S` is the type
- * of its settings: `settings(env)` makes them when the configuration is parsed, `parse` gets them.
+ * settings, the signature check, the parser, the status rank, the effect rules, and how the tools
+ * play it. `S` is the type of its settings: `settings(env)` makes them when the configuration is
+ * parsed, `parse` gets them. `N` is its name, declared in its file (see ./model.ts).
  */
-export interface Provider<S = unknown> {
-	name: ProviderName;
+export interface Provider<S = unknown, N extends ProviderName = ProviderName> {
+	name: N;
 	/** The variable holding its comma-separated secrets; every one is tried (rotation). */
-	secretsVariable: EnvVar;
+	secretsVariable: ProviderVariables[N];
+	/** Every variable it reads, the secrets variable included (wrangler.toml's [vars] are checked against them). */
+	variables: readonly ProviderVariables[N][];
+	/**
+	 * Values published with the template or the sender's documentation (a test secret): a receiver
+	 * configured with one is refused unless the request comes to localhost (docs/design.md, configuration).
+	 */
+	publishedSecrets: readonly string[];
 	/**
 	 * The HMAC key of one configured secret, or null when it does not decode (a configuration
 	 * error: never a 401). May read its own settings from `env`, throwing ConfigError.
 	 */
-	keyFromSecret(secret: string, env: Env): Uint8Array | null;
+	keyFromSecret(secret: string, env: ProviderEnv<N>): Uint8Array | null;
 	/** Its own settings from its own variables (throws ConfigError naming the variable). */
-	settings(env: Env): S;
+	settings(env: ProviderEnv<N>): S;
 	/**
 	 * The non-secret headers parse() reads. They are stored with the delivery, so the consumer
 	 * re-parses exactly what ingress parsed. Never a signature header.
@@ -56,6 +66,58 @@ export interface Provider<S = unknown> {
 	 * other sender's events can reach them, whatever type name they carry.
 	 */
 	effects: Readonly<Record<string, EffectRule>>;
+	/** The resource type the console's lookup form offers first for this sender ("" when it varies). */
+	lookupType: string;
+	/** How the simulator, send-test-event and the tests play this sender. */
+	sender: SenderModel;
+}
+
+/** One state of one simulated resource, as the tools describe it before a sender shapes it. */
+export interface SampleState {
+	id: string;
+	version: number;
+	status: string;
+	amount: number;
+	currency: string;
+	direction: "IN" | "OUT";
+	/** Event time (ms): increases with the version. */
+	at: number;
+}
+
+/**
+ * How a sender signs, as data. The Node tools hold one signer per kind (scripts/sim/signing.ts),
+ * so a provider that signs in a known way needs no change there; the Worker never reads this.
+ * - `timestamp-hex`: `header: t=<timestamp>,v1=<hex HMAC-SHA256 of "{timestamp}.{body}">`, the
+ *   timestamp in ms or s, also sent alone in `timestampHeader` when set; the key is the secret's
+ *   UTF-8 bytes, or its base64-decoded bytes when `encodingVariable` says `base64`.
+ * - `body-hex`: `header: <hex HMAC-SHA256 of the body>`, keyed by the secret's UTF-8 bytes.
+ * - `id-timestamp-base64`: the webhook-id, webhook-timestamp and webhook-signature headers of
+ *   docs/providers.md 4 (`v1,<base64>` over `{id}.{timestamp}.{body}`, secret `whsec_<base64>`).
+ */
+export type SigningScheme =
+	| { kind: "timestamp-hex"; header: string; unit: "ms" | "s"; timestampHeader?: string; encodingVariable?: string }
+	| { kind: "body-hex"; header: string }
+	| { kind: "id-timestamp-base64" };
+
+/** When a sender redelivers (seconds after each attempt) and whether a 4xx ends it (docs/providers.md). */
+export interface RetrySchedule {
+	delays: readonly number[];
+	/** The spread applied to each delay: [low, high] factors. */
+	jitter: readonly [number, number];
+	fourXxPermanent: boolean;
+	timeoutMs: number;
+}
+
+/** A sender as the tools play it: data and small pure functions the Worker carries but never calls. */
+export interface SenderModel {
+	signing: SigningScheme;
+	retries: RetrySchedule;
+	/** The headers it sends besides the signature (its attempt counter or id). */
+	attemptHeaders(messageId: string, attempt: number): Record<string, string>;
+	/** Its body announcing state `s` of one resource. */
+	sample(messageId: string, s: SampleState, attempt: number): string;
+	/** The resource type and version the receiver must hold once state `s` is applied. */
+	expected(s: SampleState): { type: string; version: number };
 }
 
 /** What first observation of a resource state implies (see src/effects/rules.ts). */

@@ -1,11 +1,13 @@
 /**
  * Replay: re-enqueue stored raw deliveries under their original message id, so the idempotent
- * consumer treats them exactly like the original (BlooBank's own replay keeps the messageId too).
+ * consumer treats them exactly like the original (a sender's own replay keeps the message id too,
+ * docs/providers.md 1.1).
  * A replayed `failed` delivery that now applies becomes `processed`. A body moved to the R2
  * archive is replayable too: the consumer reads it back from there.
  */
 import { replayPage } from "../db/deliveries";
-import type { Env } from "../env";
+import type { Shard } from "../db/shards";
+import { type Env, getShards } from "../env";
 import { SEND_BATCH_LIMIT, sendPointers } from "./enqueue";
 
 export interface ReplayFilter {
@@ -26,11 +28,27 @@ export async function replayDeliveries(
 	limit = REPLAY_LIMIT,
 ): Promise<number> {
 	let replayed = 0;
+	// Shard by shard: `limit` bounds the whole call.
+	for (const shard of getShards(env).all) {
+		replayed += await replayInShard(env, shard, filter, nowMs, limit - replayed);
+		if (replayed >= limit) break;
+	}
+	return replayed;
+}
+
+async function replayInShard(
+	env: Env,
+	shard: Shard,
+	filter: ReplayFilter,
+	nowMs: number,
+	limit: number,
+): Promise<number> {
+	let replayed = 0;
 	let afterId = 0;
 	while (replayed < limit) {
 		const take = Math.min(SEND_BATCH_LIMIT, limit - replayed);
 		const results = await replayPage(
-			env.DB,
+			shard.db,
 			nowMs,
 			afterId,
 			{
@@ -42,7 +60,7 @@ export async function replayDeliveries(
 			take,
 		);
 		if (results.length === 0) break;
-		await sendPointers(env, results, nowMs);
+		await sendPointers(env, shard, results, nowMs);
 		replayed += results.length;
 		afterId = Math.max(...results.map((r) => r.id));
 		if (results.length < take) break;

@@ -18,7 +18,8 @@ import {
 	type WindowStatus,
 } from "../db/reconcile";
 import { orderVersions } from "../db/resources";
-import { type Env, parseReconcileConfig } from "../env";
+import { type Shard, type Shards, shardOfResource } from "../db/shards";
+import { type Env, getShards, parseReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { blooBankOrderSnapshot } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/types";
@@ -94,13 +95,21 @@ async function sendSnapshots(
 }
 
 /**
- * One page: the drifted orders, found with one D1 query whatever the page size. Versions are
- * looked up by (wallet, id): an order id is unique only within its wallet (docs/providers.md 1.4).
+ * One page: the drifted orders, found with one D1 query per shard whatever the page size, the
+ * shards in parallel (src/db/shards.ts). Versions are looked up by (wallet, id): an order id is
+ * unique only within its wallet (docs/providers.md 1.4).
  */
-async function drifted(db: D1Database, wallet: string, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
+async function drifted(shards: Shards, wallet: string, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
 	if (items.length === 0) return [];
-	const results = await orderVersions(db, wallet, JSON.stringify(items.map((i) => i.id)));
-	const local = new Map(results.map((r) => [r.id, r.version]));
+	const byShard = new Map<Shard, string[]>();
+	for (const i of items) {
+		const shard = shardOfResource(shards, { provider: "bloobank", type: i.type, wallet, id: i.id });
+		byShard.set(shard, [...(byShard.get(shard) ?? []), i.id]);
+	}
+	const found = await Promise.all(
+		[...byShard].map(([shard, ids]) => orderVersions(shard.db, wallet, JSON.stringify(ids))),
+	);
+	const local = new Map(found.flat().map((r) => [r.id, r.version]));
 	return items.filter((i) => {
 		const v = local.get(i.id);
 		return v === undefined || i.version > v;
@@ -195,7 +204,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 				p.notes.push(`dropped ${foreign.length} item(s) of another wallet (${foreign.slice(0, 3).join(", ")})`);
 			}
 			p.seen += res.value.items.length;
-			const repair = await drifted(db, job.wallet, snapshots);
+			const repair = await drifted(getShards(env), job.wallet, snapshots);
 			const { sent, tooLarge } = await sendSnapshots(env, job, repair);
 			// Skipped, not held: it can never fit, so holding the window would stall every later run on it.
 			for (const t of tooLarge.slice(0, 3)) {

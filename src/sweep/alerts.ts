@@ -1,6 +1,6 @@
 /**
- * Operational alerts on the thresholds BlooBank's guidance names (its published best practices, docs/providers.md 1.6,
- * "Alert when"), evaluated by the sweep cron. Each rule's firing state is kept in D1, so an
+ * Operational alerts on the thresholds of the primary sender's published best practices
+ * (docs/providers.md 1.6, "Alert when"), evaluated by the sweep cron. Each rule's firing state is kept in D1, so an
  * incident alerts once when it starts and once when it clears, not on every tick.
  */
 
@@ -9,9 +9,10 @@ import { ackP99Since, countFailedDeliveries, oldestUnprocessed } from "../db/del
 import { countFailedEffects } from "../db/effects";
 import { lastFinishedRunRepairs } from "../db/reconcile";
 import { rejectionsOfReasonsSince, rejectionsPerMinute } from "../db/rejections";
+import { fanOut, type Shards, shardsFrom } from "../db/shards";
 import { D1_LIMIT_BYTES, DATABASE_ALERT_RATIO, sizeAfter } from "../db/size";
 import { EFFECT_MAX_ATTEMPTS } from "../effects/executor";
-import { type Config, configProblem, type Env } from "../env";
+import { type Config, configProblem, type Env, getShards } from "../env";
 import { errorMessage, log } from "../log";
 import { AlertRejected, postAlert } from "../notify";
 import { VERIFY_FAILURES } from "../providers/types";
@@ -34,7 +35,7 @@ export interface Signals {
 	misconfigured: Partial<Record<MisconfiguredReason, number>>;
 	/** The variable whose value does not parse (the name, never the value), or null. */
 	configProblem: string | null;
-	/** The database's size in bytes as D1 reports it (meta.size_after), or null if it reports none. */
+	/** The fullest database's size in bytes as D1 reports it (meta.size_after; one shard's with DB_SHARDS), or null. */
 	databaseBytes: number | null;
 }
 
@@ -101,40 +102,60 @@ export function evaluate(s: Signals, nowMs: number): Map<AlertName, string> {
 	return firing;
 }
 
+/**
+ * One batch per shard. Across shards: counts add up, the oldest backlog is the oldest of any, the
+ * ack p99 is the highest shard's (an upper bound of the whole's), and the size is the fullest
+ * shard's, since each database has its own limit (src/db/shards.ts).
+ */
 export async function readSignals(
-	db: D1Database,
+	shards: Shards,
 	nowMs: number,
 	configProblem: string | null = null,
 ): Promise<Signals> {
 	const thisMinute = Math.floor(nowMs / 60_000);
 	// Every verify failure is a signature or timestamp problem (the 401s).
 	const reasons = JSON.stringify(VERIFY_FAILURES);
-	const [perMinute, p99, oldest, failed, failedEffects, reconcile, misconfigured] = await db.batch<
-		Record<string, number | string | null>
-	>([
-		rejectionsPerMinute(db, thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
-		ackP99Since(db, nowMs - ACK_WINDOW_MS),
-		oldestUnprocessed(db),
-		countFailedDeliveries(db),
-		countFailedEffects(db),
-		lastFinishedRunRepairs(db),
-		rejectionsOfReasonsSince(db, thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
+	const home = shards.home.db;
+	const [[perMinute, reconcile, misconfigured], perShard] = await Promise.all([
+		home.batch<Record<string, number | string | null>>([
+			rejectionsPerMinute(home, thisMinute - SIGNATURE_FAILURE_MINUTES, thisMinute, reasons),
+			lastFinishedRunRepairs(home),
+			rejectionsOfReasonsSince(home, thisMinute - CONFIG_ALERT_MINUTES, JSON.stringify(MISCONFIGURED_REASONS)),
+		]),
+		fanOut(shards, async ({ db }) => {
+			const [p99, oldest, failed, failedEffects] = await db.batch<Record<string, number | string | null>>([
+				ackP99Since(db, nowMs - ACK_WINDOW_MS),
+				oldestUnprocessed(db),
+				countFailedDeliveries(db),
+				countFailedEffects(db),
+			]);
+			return {
+				ackP99Ms: p99?.results[0] ? Number(p99.results[0].ack_ms) : null,
+				oldest: typeof oldest?.results[0]?.oldest === "number" ? oldest.results[0].oldest : null,
+				failed: Number(failed?.results[0]?.n ?? 0),
+				failedEffects: Number(failedEffects?.results[0]?.n ?? 0),
+				bytes: sizeAfter(failed),
+			};
+		}),
 	]);
 	const counts = new Map((perMinute?.results ?? []).map((r) => [Number(r.minute), Number(r.n)]));
 	const run = reconcile?.results[0];
+	const known = <T>(values: (T | null)[]) => values.filter((v): v is T => v !== null);
+	const highest = (values: number[]) => (values.length === 0 ? null : Math.max(...values));
+	const oldestOf = known(perShard.map((s) => s.oldest));
 	return {
 		signatureFailuresPerMinute: Array.from(
 			{ length: SIGNATURE_FAILURE_MINUTES },
 			(_, i) => counts.get(thisMinute - SIGNATURE_FAILURE_MINUTES + i) ?? 0,
 		),
-		ackP99Ms: p99?.results[0] ? Number(p99.results[0].ack_ms) : null,
-		oldestUnprocessedMs: typeof oldest?.results[0]?.oldest === "number" ? oldest.results[0].oldest : null,
-		failedDeliveries: Number(failed?.results[0]?.n ?? 0),
-		failedEffects: Number(failedEffects?.results[0]?.n ?? 0),
+		ackP99Ms: highest(known(perShard.map((s) => s.ackP99Ms))),
+		oldestUnprocessedMs: oldestOf.length === 0 ? null : Math.min(...oldestOf),
+		failedDeliveries: perShard.reduce((n, s) => n + s.failed, 0),
+		failedEffects: perShard.reduce((n, s) => n + s.failedEffects, 0),
 		lastReconcileRepairs: run ? { runId: String(run.id), repaired: Number(run.repaired) } : null,
 		misconfigured: Object.fromEntries((misconfigured?.results ?? []).map((r) => [String(r.reason), Number(r.n)])),
 		configProblem,
-		databaseBytes: sizeAfter(failed),
+		databaseBytes: highest(known(perShard.map((s) => s.bytes))),
 	};
 }
 
@@ -155,7 +176,10 @@ export async function runAlerts(
 	signals?: Signals,
 ): Promise<AlertTransition[]> {
 	const db = env.DB;
-	const firing = evaluate(signals ?? (await readSignals(db, nowMs, configProblem(env)?.variable ?? null)), nowMs);
+	const firing = evaluate(
+		signals ?? (await readSignals(shardsOrHome(env), nowMs, configProblem(env)?.variable ?? null)),
+		nowMs,
+	);
 	const state = await readAlertStates(db);
 	const was = new Map(state.filter((s) => s.firing === 1).map((s) => [s.name, s.detail ?? ""]));
 	const transitions: AlertTransition[] = [];
@@ -190,4 +214,13 @@ export async function runAlerts(
 	}
 	await db.batch(transitions.map((t) => setAlertState(db, t.name, t.state === "firing" ? 1 : 0, nowMs, t.detail)));
 	return transitions;
+}
+
+/** The alerts must run even when DB_SHARDS is what is broken: then the home shard alone. */
+function shardsOrHome(env: Env): Shards {
+	try {
+		return getShards(env);
+	} catch {
+		return shardsFrom([env.DB]);
+	}
 }

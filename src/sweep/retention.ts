@@ -1,6 +1,6 @@
 /**
- * Retention, in bounded chunks per sweep tick. Raw bodies go after RETENTION_DAYS (BlooBank's
- * replay window is 30 days); the rows themselves, which are the dedupe keys, stay until
+ * Retention, in bounded chunks per sweep tick. Raw bodies go after RETENTION_DAYS (the primary
+ * sender's replay window is 30 days, docs/providers.md 1.1); the rows themselves, which are the dedupe keys, stay until
  * DEDUPE_RETENTION_DAYS so a late replay of a pruned delivery is still recognised as a duplicate.
  * Only settled rows are pruned: a `received`/`enqueued` row keeps its body until it is applied.
  * With the R2 archive bound, processed/stale/ignored bodies are moved there instead (archive.ts),
@@ -10,6 +10,7 @@
  */
 import { pruneBodies, pruneDeliveries } from "../db/deliveries";
 import { pruneRejectionCounts, pruneRejections } from "../db/rejections";
+import { fanOut, type Shards } from "../db/shards";
 import type { Config } from "../env";
 
 export const RETENTION_CHUNK = 500;
@@ -24,26 +25,40 @@ export interface RetentionReport {
 	rejectionCountsDeleted: number;
 }
 
+/** One batch per shard; the rejection tables live in the home shard only (src/db/shards.ts). */
 export async function pruneExpired(
-	db: D1Database,
+	shards: Shards,
 	config: Config,
 	nowMs: number,
 	archiving = false,
 ): Promise<RetentionReport> {
 	const bodyCutoff = nowMs - config.retentionDays * DAY_MS;
 	const keyCutoff = nowMs - Math.max(config.dedupeRetentionDays, config.retentionDays) * DAY_MS;
-	const [bodies, deliveries, rejections, counts] = await db.batch([
-		pruneBodies(db, bodyCutoff, RETENTION_CHUNK, archiving),
-		pruneDeliveries(db, keyCutoff, RETENTION_CHUNK),
-		pruneRejections(db, bodyCutoff, RETENTION_CHUNK),
-		// Counter rows could once be created per request (one per random provider name); a backlog
-		// of them is worked off chunk by chunk like everything else (docs/design.md invariant 8).
-		pruneRejectionCounts(db, Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000), RETENTION_CHUNK),
-	]);
+	const perShard = await fanOut(shards, async ({ db, index }) => {
+		const [bodies, deliveries, rejections, counts] = await db.batch([
+			pruneBodies(db, bodyCutoff, RETENTION_CHUNK, archiving),
+			pruneDeliveries(db, keyCutoff, RETENTION_CHUNK),
+			...(index === shards.home.index
+				? [
+						pruneRejections(db, bodyCutoff, RETENTION_CHUNK),
+						// Counter rows could once be created per request (one per random provider name); a
+						// backlog of them is worked off chunk by chunk (docs/design.md invariant 8).
+						pruneRejectionCounts(db, Math.floor((nowMs - REJECTION_COUNT_RETENTION_MS) / 60_000), RETENTION_CHUNK),
+					]
+				: []),
+		]);
+		return {
+			bodiesPruned: bodies?.meta.changes ?? 0,
+			deliveriesDeleted: deliveries?.meta.changes ?? 0,
+			rejectionsDeleted: rejections?.meta.changes ?? 0,
+			rejectionCountsDeleted: counts?.meta.changes ?? 0,
+		};
+	});
+	const sum = (key: keyof RetentionReport) => perShard.reduce((n, r) => n + r[key], 0);
 	return {
-		bodiesPruned: bodies?.meta.changes ?? 0,
-		deliveriesDeleted: deliveries?.meta.changes ?? 0,
-		rejectionsDeleted: rejections?.meta.changes ?? 0,
-		rejectionCountsDeleted: counts?.meta.changes ?? 0,
+		bodiesPruned: sum("bodiesPruned"),
+		deliveriesDeleted: sum("deliveriesDeleted"),
+		rejectionsDeleted: sum("rejectionsDeleted"),
+		rejectionCountsDeleted: sum("rejectionCountsDeleted"),
 	};
 }

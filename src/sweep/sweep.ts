@@ -11,8 +11,9 @@
 
 import { releaseSendTokens, takeStuckDeliveries } from "../db/deliveries";
 import { beat } from "../db/heartbeats";
+import { fanOut, layoutMismatch, type Shard } from "../db/shards";
 import { retryPendingEffects } from "../effects/executor";
-import { type Config, configProblem, type Env } from "../env";
+import { type Config, configProblem, type Env, getShards } from "../env";
 import { SEND_LEASE_MS } from "../ingress/inbox";
 import { errorMessage, log } from "../log";
 import { sendPointers } from "../queue/enqueue";
@@ -33,18 +34,24 @@ export interface SweepReport {
 	databaseBytes: number | null;
 }
 
+/** In every shard, at most `limit` rows each. */
 export async function resendStuckDeliveries(
 	env: Env,
 	config: Config,
 	nowMs: number,
 	limit = SWEEP_BATCH,
 ): Promise<number> {
+	const counts = await fanOut(getShards(env), (shard) => resendInShard(env, config, shard, nowMs, limit));
+	return counts.reduce((a, b) => a + b, 0);
+}
+
+async function resendInShard(env: Env, config: Config, shard: Shard, nowMs: number, limit: number): Promise<number> {
 	const token = crypto.randomUUID();
 	// `received` rows first: nothing but the sweep (or a provider retry) will ever send them, while
 	// `enqueued` rows past the threshold are most often only waiting in a queue backlog and must
 	// not crowd them out (docs/design.md invariant 3).
 	const results = await takeStuckDeliveries(
-		env.DB,
+		shard.db,
 		token,
 		nowMs,
 		nowMs - config.sweepStaleSeconds * 1000,
@@ -53,12 +60,12 @@ export async function resendStuckDeliveries(
 	);
 	if (results.length === 0) return 0;
 	try {
-		await sendPointers(env, results, nowMs);
+		await sendPointers(env, shard, results, nowMs);
 	} catch (err) {
-		await releaseSendTokens(env.DB, token);
+		await releaseSendTokens(shard.db, token);
 		throw err;
 	}
-	log("warn", "sweep_resent", { count: results.length });
+	log("warn", "sweep_resent", { shard: shard.index, count: results.length });
 	return results.length;
 }
 
@@ -85,20 +92,30 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 	} catch (err) {
 		log("error", "sweep_effects_failed", { error: errorMessage(err) });
 	}
-	if (env.ARCHIVE) {
+	const shards = getShards(env);
+	const archive = env.ARCHIVE;
+	if (archive) {
 		try {
-			report.archive = await archiveSettledBodies(env.DB, env.ARCHIVE, nowMs);
+			const reports = await fanOut(shards, (shard) => archiveSettledBodies(shard.db, archive, nowMs));
+			report.archive = {
+				archived: reports.reduce((n, r) => n + r.archived, 0),
+				failed: reports.reduce((n, r) => n + r.failed, 0),
+			};
 		} catch (err) {
 			log("error", "sweep_archive_failed", { error: errorMessage(err) });
 		}
 	}
 	try {
-		report.retention = await pruneExpired(env.DB, config, nowMs, env.ARCHIVE !== undefined);
+		report.retention = await pruneExpired(shards, config, nowMs, env.ARCHIVE !== undefined);
 	} catch (err) {
 		log("error", "sweep_retention_failed", { error: errorMessage(err) });
 	}
 	try {
-		const signals = await readSignals(env.DB, nowMs, configProblem(env)?.variable ?? null);
+		// A reordered or grown DB_SHARDS (src/db/shards.ts) alerts as the configuration error it is.
+		const misplaced = (await layoutMismatch(shards, nowMs)) !== null;
+		if (misplaced) log("error", "shard_layout_changed", { shards: shards.all.length });
+		const problem = misplaced ? "DB_SHARDS" : (configProblem(env)?.variable ?? null);
+		const signals = await readSignals(shards, nowMs, problem);
 		report.databaseBytes = signals.databaseBytes;
 		report.alerts = await runAlerts(env, config, nowMs, signals);
 	} catch (err) {

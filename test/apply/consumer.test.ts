@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { executeEffects, retryPendingEffects } from "../../src/effects/executor";
-import { getConfig } from "../../src/env";
+import { getConfig, getShards } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
 import { QUEUE_NAMES } from "../../src/queue/messages";
 import { replayDeliveries } from "../../src/queue/replay";
 import { consume, harness, ingest } from "../support/apply";
-import { resetDb, rows } from "../support/worker";
+import { countRows, resetDb, rows } from "../support/worker";
 
 beforeEach(resetDb);
 
@@ -99,7 +99,7 @@ describe("version-monotonic state, whatever the delivery order", () => {
 		// Redelivery of the whole batch changes nothing and fires nothing.
 		await consume(h, [v3, v2, v1] as QueueMessage[]);
 		expect(await rows("SELECT count FROM settled_totals")).toEqual([{ count: 1 }]);
-		expect(await rows("SELECT count(*) AS n FROM effects")).toEqual([{ n: 1 }]);
+		expect(await countRows("effects")).toBe(1);
 	});
 
 	it("an older snapshot never overwrites a newer one; an equal version wins only with a final status", async () => {
@@ -214,10 +214,11 @@ describe("first-observation effects", () => {
 		);
 		expect(claimed).toHaveLength(1);
 		const config = getConfig(h.env);
+		const home = getShards(h.env).home;
 		const results = await Promise.all([
-			executeEffects(h.env, config, claimed, Date.now()),
-			executeEffects(h.env, config, claimed, Date.now()),
-			executeEffects(h.env, config, claimed, Date.now()),
+			executeEffects(h.env, config, home, claimed, Date.now()),
+			executeEffects(h.env, config, home, claimed, Date.now()),
+			executeEffects(h.env, config, home, claimed, Date.now()),
 		]);
 		expect(results.reduce((n, r) => n + r.done, 0)).toBe(1);
 		expect(await rows("SELECT count, amount FROM settled_totals")).toEqual([{ count: 1, amount: 700 }]);
@@ -237,15 +238,15 @@ describe("failures", () => {
 		expect(failed.explicitAcks).toHaveLength(0);
 		expect(failed.retryMessages).toHaveLength(3);
 		expect(failed.delays).toEqual([20, 20, 20]);
-		expect(await rows("SELECT count(*) AS n FROM resources")).toEqual([{ n: 0 }]);
-		expect(await rows("SELECT count(*) AS n FROM effects")).toEqual([{ n: 0 }]);
+		expect(await countRows("resources")).toBe(0);
+		expect(await countRows("effects")).toBe(0);
 		const statuses = await rows<{ status: string; last_error: string }>("SELECT status, last_error FROM deliveries");
 		expect(statuses.every((s) => s.status === "enqueued" && s.last_error.includes("no such table"))).toBe(true);
 
 		h.db.failInsideBatch = false;
 		const ok = await consume(h, msgs);
 		expect(ok.explicitAcks).toHaveLength(3);
-		expect(await rows("SELECT count(*) AS n FROM resources")).toEqual([{ n: 3 }]);
+		expect(await countRows("resources")).toBe(3);
 		expect(await rows("SELECT kind FROM effects ORDER BY kind")).toEqual([
 			{ kind: "payment_failed" },
 			{ kind: "settled" },

@@ -17,7 +17,7 @@ import { resendStuckDeliveries } from "../../src/sweep/sweep";
 import { consume, ingest } from "../support/apply";
 import { hmacHex, orderEvent, SECRET, signedRequest } from "../support/bloobank";
 import { boldSender, pazySender, type Sender, senderRequest, standardSender } from "../support/senders";
-import { call, harness, resetDb, rows } from "../support/worker";
+import { call, countRows, harness, resetDb, rows } from "../support/worker";
 import { TEST_VARS } from "../vars";
 
 beforeEach(resetDb);
@@ -220,7 +220,7 @@ describe("a mistyped secret is our fault, not the sender's", () => {
 			const health = await call(h, new Request("https://receiver.test/healthz"));
 			expect(health.status).toBe(503);
 			expect(await health.json()).toEqual({ ok: false, error: variable });
-			expect(await rows("SELECT count(*) AS n FROM deliveries")).toEqual([{ n: 0 }]);
+			expect(await countRows("deliveries")).toBe(0);
 		},
 	);
 });
@@ -377,9 +377,9 @@ describe("effects are per sender", () => {
 			expect((await call(h, await senderRequest(sender, body, { messageId: `fx-${i}` }))).status).toBe(200);
 		}
 		for (const m of h.events.sent) await consume(h, [m]);
-		expect(await rows("SELECT count(*) AS n FROM resources")).toEqual([{ n: 1 }]);
-		expect(await rows("SELECT count(*) AS n FROM effects")).toEqual([{ n: 0 }]);
-		expect(await rows("SELECT count(*) AS n FROM settled_totals")).toEqual([{ n: 0 }]);
+		expect(await countRows("resources")).toBe(1);
+		expect(await countRows("effects")).toBe(0);
+		expect(await countRows("settled_totals")).toBe(0);
 	});
 });
 

@@ -1,14 +1,21 @@
 /**
  * Adding a provider is one file plus one registry entry: a toy sender, written here as a forker
  * would write src/providers/<name>.ts, is registered and passes the whole conformance suite
- * without any other change to src/.
+ * without any other change to src/, signed by the tools' shared signer (scripts/sim/signing.ts),
+ * and the simulator plays it against the Worker without any change to scripts/.
  */
-import { afterAll, beforeAll, beforeEach, describe } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { signDelivery, simProviders } from "../../scripts/sim/signing";
 import { ConfigError } from "../../src/config";
-import { concatBytes, hexToBytes, utf8 } from "../../src/crypto/encoding";
+import { concatBytes, utf8 } from "../../src/crypto/encoding";
 import { providers } from "../../src/providers";
 import type { ProviderName } from "../../src/providers/model";
-import { checkTimestamp, type SignatureCheck, type SignatureInput } from "../../src/providers/signature";
+import {
+	checkTimestamp,
+	parseTimestampedHeader,
+	type SignatureCheck,
+	type SignatureInput,
+} from "../../src/providers/signature";
 import {
 	epochMs,
 	genericStatusRank,
@@ -19,15 +26,17 @@ import {
 	type Provider,
 	parseObject,
 } from "../../src/providers/types";
-import { hmacHex } from "../support/bloobank";
 import { conformanceSuite } from "../support/conformance";
 import type { Sender } from "../support/senders";
-import { resetDb } from "../support/worker";
+import { simulateLocally } from "../support/simulation";
+import { call, harness, resetDb } from "../support/worker";
 
 // --- what a forker writes: src/providers/toy.ts -------------------------------------------
-// A registered name outside ProviderName (a forker adds it there): the registry is what the runtime reads.
+// A registered name outside ProviderName (a forker's file declares it with
+// `declare module "./model" { interface ProviderVariables { toy: ... } }`; a test cannot, as that
+// would change Env for every test): the registry is what the runtime reads.
 const TOY = "toy" as ProviderName;
-// `X-Toy-Signature: <unix seconds>.<hex HMAC of "{seconds}.{body}">`; envelope
+// `X-Toy-Signature: t=<unix seconds>,v1=<hex HMAC of "{seconds}.{body}">`; envelope
 // `{ id, kind, at, thing: { id, status } }`, ordered by `at`.
 interface ToySettings {
 	/** TOY_IGNORE_KINDS: kinds stored as ignored (shows a provider's own settings at work). */
@@ -36,12 +45,14 @@ interface ToySettings {
 
 function checkToySignature({ headers, nowMs, config }: SignatureInput): SignatureCheck {
 	const header = headers.get("x-toy-signature");
-	const [seconds, hex] = header?.split(".", 2) ?? [];
-	if (!seconds || !hex) return { ok: false, reason: "missing_signature" };
+	if (!header) return { ok: false, reason: "missing_signature" };
+	const parsed = parseTimestampedHeader(header);
+	if (parsed === "malformed_signature") return { ok: false, reason: parsed };
+	const seconds = parsed.t;
+	if (!seconds) return { ok: false, reason: "missing_timestamp" };
 	const stale = checkTimestamp(seconds, 1000, nowMs, config.toleranceSeconds);
 	if (stale) return { ok: false, reason: stale };
-	const mac = /^[0-9a-f]{64}$/.test(hex) ? hexToBytes(hex) : null;
-	return { ok: true, candidates: mac ? [mac] : [], signedContent: (body) => concatBytes(utf8(`${seconds}.`), body) };
+	return { ok: true, candidates: parsed.v1, signedContent: (body) => concatBytes(utf8(`${seconds}.`), body) };
 }
 
 function parseToy(body: string, _headers: Headers, settings: ToySettings): ParseResult {
@@ -75,6 +86,8 @@ function parseToy(body: string, _headers: Headers, settings: ToySettings): Parse
 const toy: Provider<ToySettings> = {
 	name: TOY,
 	secretsVariable: "TOY_WEBHOOK_SECRETS" as never,
+	variables: ["TOY_WEBHOOK_SECRETS", "TOY_IGNORE_KINDS"] as never,
+	publishedSecrets: [],
 	keyFromSecret: (secret) => utf8(secret),
 	settings: (env) => {
 		const raw = (env as unknown as Record<string, string | undefined>).TOY_IGNORE_KINDS ?? "ping";
@@ -86,6 +99,21 @@ const toy: Provider<ToySettings> = {
 	parse: parseToy,
 	statusRank: genericStatusRank,
 	effects: {},
+	lookupType: "thing",
+	// How the tools play it: a scheme they already sign, its bodies, its schedule.
+	sender: {
+		signing: { kind: "timestamp-hex", header: "x-toy-signature", unit: "s" },
+		retries: { delays: [1, 2, 4], jitter: [1, 1], fourXxPermanent: false, timeoutMs: 5_000 },
+		attemptHeaders: () => ({}),
+		sample: (messageId, s) =>
+			JSON.stringify({
+				id: messageId,
+				kind: "thing.changed",
+				at: new Date(s.at).toISOString(),
+				thing: { id: s.id, status: s.status },
+			}),
+		expected: (s) => ({ type: "thing", version: s.at }),
+	},
 };
 // -------------------------------------------------------------------------------------------
 
@@ -102,12 +130,9 @@ const toySender: Sender = {
 		JSON.stringify({ id: messageId, kind: "thing.changed", at: at(version), thing: { id, status } }),
 	unmodelled: (messageId) => JSON.stringify({ id: messageId, kind: "ping", at: at(1) }),
 	malformed: (messageId) => JSON.stringify({ id: messageId, kind: "thing.changed", at: at(1), thing: { status: "x" } }),
-	async headers(body, o) {
-		const seconds = String(Math.floor((o.nowMs ?? Date.now()) / 1000));
-		return {
-			"x-toy-signature": `${seconds}.${await hmacHex(o.secret ?? SECRETS[0] ?? "", `${seconds}.${o.signedBody ?? body}`)}`,
-		};
-	},
+	// The tools' shared signer, by the scheme the toy's file declares: no change to scripts/.
+	headers: (body, o) =>
+		signDelivery(TOY, o.secret ?? SECRETS[0] ?? "", o.signedBody ?? body, o.messageId, o.nowMs ?? Date.now()),
 };
 
 const registry = providers as Record<string, Provider>;
@@ -119,6 +144,38 @@ afterAll(() => {
 });
 beforeEach(resetDb);
 
+const TOY_VARS = { TOY_WEBHOOK_SECRETS: SECRETS.join(",") } as never;
+
 describe("a provider registered by one registry entry passes the conformance suite", () => {
-	conformanceSuite(toySender, { TOY_WEBHOOK_SECRETS: SECRETS.join(",") } as never);
+	conformanceSuite(toySender, TOY_VARS);
+});
+
+describe("the tools play a provider registered by one registry entry", () => {
+	const adminToken = "toy-admin-token-0123456789abcdef0123456789";
+
+	it("the simulator lists it and plays 20 orders, duplicates, shuffled: zero mismatches", async () => {
+		expect(simProviders()).toContain(TOY);
+		const h = harness({ ...(TOY_VARS as object), ADMIN_TOKEN: adminToken });
+		const report = await simulateLocally(h, {
+			provider: TOY,
+			secret: SECRETS[1] ?? "",
+			adminToken,
+			orders: 20,
+			concurrency: 4,
+			duplicateRate: 0.3,
+			seed: 5,
+			timeScale: 1000,
+		});
+		expect(report.verified).toBe(true);
+		expect(report.acked).toBe(report.deliveries + report.duplicatesSent);
+		expect(report.mismatches).toEqual([]);
+	});
+
+	it("a delivery signed with a secret the receiver does not hold is refused (the signer is really checked)", async () => {
+		const h = harness(TOY_VARS);
+		const body = toySender.event("toy-msg-1", "t1", 1, "open");
+		const headers = await toySender.headers(body, { messageId: "toy-msg-1", secret: "not-a-toy-secret-0123456789" });
+		const res = await call(h, new Request("https://receiver.test/webhooks/toy", { method: "POST", headers, body }));
+		expect(res.status).toBe(401);
+	});
 });

@@ -1,10 +1,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { envelope, expectedResource, SIM_PROVIDERS, signDelivery } from "../../scripts/sim/signing";
+import { envelope, expectedResource, signDelivery, simProviders } from "../../scripts/sim/signing";
 import { simulate } from "../../scripts/sim/simulate";
 import { parseWebhookConfig } from "../../src/env";
 import { getProvider, verifyDelivery } from "../../src/providers";
-import type { QueueMessage } from "../../src/queue/messages";
-import { consume } from "../support/apply";
+import { simulateLocally } from "../support/simulation";
 import { call, harness, resetDb } from "../support/worker";
 import { TEST_SECRETS, TEST_VARS } from "../vars";
 
@@ -20,7 +19,7 @@ const state = {
 	at: Date.now() - 1000,
 };
 
-describe.each(SIM_PROVIDERS)("the simulator signs %s deliveries the receiver accepts", (name) => {
+describe.each(simProviders())("the simulator signs %s deliveries the receiver accepts", (name) => {
 	it("verifies and parses to the resource the simulator expects", async () => {
 		const provider = getProvider(name);
 		if (!provider) throw new Error(name);
@@ -57,34 +56,18 @@ describe.each(SIM_PROVIDERS)("the simulator signs %s deliveries the receiver acc
 });
 
 describe("a short simulation against the local Worker", () => {
-	it.each(SIM_PROVIDERS)("%s: 50 orders, duplicates, shuffled: zero mismatches", async (name) => {
+	it.each(simProviders())("%s: 50 orders, duplicates, shuffled: zero mismatches", async (name) => {
 		const h = harness({ ADMIN_TOKEN: "sim-admin-token-0123456789abcdef0123456789" });
-		let drained = 0;
-		const report = await simulate(
-			{
-				url: "https://receiver.test",
-				provider: name,
-				secret: TEST_SECRETS[name][1],
-				adminToken: "sim-admin-token-0123456789abcdef0123456789",
-				orders: 50,
-				concurrency: 8,
-				duplicateRate: 0.3,
-				seed: 42,
-				timeScale: 1000,
-			},
-			{
-				fetch: (req) => call(h, req),
-				sleep: async () => {},
-				now: () => Date.now(),
-				settle: async () => {
-					while (drained < h.events.sent.length) {
-						const batch = h.events.sent.slice(drained, drained + 100) as QueueMessage[];
-						drained += batch.length;
-						await consume(h, batch);
-					}
-				},
-			},
-		);
+		const report = await simulateLocally(h, {
+			provider: name,
+			secret: TEST_SECRETS[name][1],
+			adminToken: "sim-admin-token-0123456789abcdef0123456789",
+			orders: 50,
+			concurrency: 8,
+			duplicateRate: 0.3,
+			seed: 42,
+			timeScale: 1000,
+		});
 		expect(report.verified).toBe(true);
 		expect(report.duplicatesSent).toBeGreaterThan(0);
 		expect(report.acked).toBe(report.deliveries + report.duplicatesSent);

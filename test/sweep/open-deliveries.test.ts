@@ -7,7 +7,7 @@
  * be re-sent (docs/design.md invariant 3) or never be counted as failed.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { getConfig } from "../../src/env";
+import { getConfig, getShards } from "../../src/env";
 import { readSignals } from "../../src/sweep/alerts";
 import { resendStuckDeliveries } from "../../src/sweep/sweep";
 import { consume, ingest } from "../support/apply";
@@ -96,7 +96,7 @@ describe("deliveries_open holds exactly the deliveries not applied", () => {
 			"webhook-events-dlq",
 		);
 		await ingest(h, "wait-1", { id: "o-wait", ordVersion: 1, status: "PENDING" });
-		const signals = await readSignals(h.env.DB, t0 + 60_000, null);
+		const signals = await readSignals(getShards(h.env), t0 + 60_000, null);
 		expect(signals).toMatchObject({ failedDeliveries: 1 });
 		const [oldest] = await rows<{ received_at: number }>(
 			"SELECT received_at FROM deliveries WHERE message_id = 'wait-1'",

@@ -1,0 +1,122 @@
+/**
+ * Shards (src/db/shards.ts, docs/design.md "storage at scale"). The whole suite also runs over
+ * three shards (TEST_SHARDS=3 in `npm test`); the tests here check placement itself.
+ */
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import {
+	fnv1a,
+	globalId,
+	layoutMismatch,
+	locate,
+	SHARD_ID_SPAN,
+	shardOfDelivery,
+	shardOfResource,
+	shardsFrom,
+} from "../../src/db/shards";
+import { getShards, parseShards } from "../../src/env";
+import { consume, ingest } from "../support/apply";
+import { call, harness, resetDb, rowsPerShard } from "../support/worker";
+
+const sharded = getShards(env).all.length > 1;
+
+beforeEach(resetDb);
+
+describe("placement", () => {
+	it("hashes with 32-bit FNV-1a: the published test vectors", () => {
+		expect(fnv1a("")).toBe(0x811c9dc5);
+		expect(fnv1a("a")).toBe(0xe40c292c);
+		expect(fnv1a("foobar")).toBe(0xbf9cf968);
+	});
+
+	it("places a resource by (provider, type, wallet, id), the same way every time, and a wallet is part of the key", () => {
+		const three = shardsFrom([env.DB, env.DB, env.DB]);
+		const key = { provider: "bloobank", type: "payment_order", wallet: "w1", id: "ord_1" };
+		const index = fnv1a("bloobank\u0000payment_order\u0000w1\u0000ord_1") % 3;
+		expect(shardOfResource(three, key).index).toBe(index);
+		expect(
+			shardOfDelivery(three, "bloobank", "any-message", { type: "payment_order", wallet: "w1", id: "ord_1" }).index,
+		).toBe(index);
+		// Over many ids all three shards are used, and other wallets of one id may land elsewhere.
+		const used = new Set(
+			Array.from({ length: 60 }, (_, i) => shardOfResource(three, { ...key, id: `ord_${i}` }).index),
+		);
+		expect(used).toEqual(new Set([0, 1, 2]));
+		// A delivery without a resource is placed by its message id, so its duplicates find it.
+		expect(shardOfDelivery(three, "bloobank", "m-1", null).index).toBe(fnv1a("bloobank\u0000m-1") % 3);
+	});
+
+	it("ids that leave a shard name it; the home shard's are unchanged", () => {
+		const three = shardsFrom([env.DB, env.DB, env.DB]);
+		expect(globalId(0, 42)).toBe(42);
+		expect(globalId(2, 42)).toBe(2 * SHARD_ID_SPAN + 42);
+		expect(locate(three, globalId(2, 42))).toMatchObject({ shard: { index: 2 }, id: 42 });
+		expect(locate(three, globalId(3, 42))).toBeNull();
+		expect(locate(three, -1)).toBeNull();
+	});
+
+	it("DB_SHARDS must start with DB, list D1 bindings only, and never one twice", () => {
+		expect(() => parseShards({ ...env, DB_SHARDS: "DB_1,DB" })).toThrow(/DB_SHARDS/);
+		expect(() => parseShards({ ...env, DB_SHARDS: "DB,EVENTS" })).toThrow(/EVENTS is not a D1 binding/);
+		expect(() => parseShards({ ...env, DB_SHARDS: "DB,DB" })).toThrow(/twice/);
+		expect(parseShards({ ...env, DB_SHARDS: "" }).all).toHaveLength(1);
+	});
+});
+
+describe("the layout check", () => {
+	it("a shard used with one count refuses another: growing or reordering the list is caught", async () => {
+		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
+		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
+		// The same database now claimed as shard 0 of two: its record says "0 of 1".
+		expect((await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now()))?.index).toBe(0);
+	});
+
+	it.runIf(sharded)("webhooks answer 503 and /healthz names DB_SHARDS when the list shrank after use", async () => {
+		const h = harness();
+		expect((await call(h, new Request("https://receiver.test/healthz"))).status).toBe(200);
+		const fewer = harness({ DB_SHARDS: "DB,DB_1" });
+		const health = await call(fewer, new Request("https://receiver.test/healthz"));
+		expect(health.status).toBe(503);
+		expect(await health.json()).toEqual({ ok: false, error: "DB_SHARDS" });
+		await expect(ingest(fewer, "after-shrink", { id: "ord_x", ordVersion: 1, status: "PENDING" })).rejects.toThrow(
+			/answered 503/,
+		);
+		expect(fewer.events.sent).toHaveLength(0);
+	});
+});
+
+describe.runIf(sharded)("a resource's deliveries and effects share its shard", () => {
+	it("every row of an order is in the shard its key hashes to, and nowhere else", async () => {
+		const h = harness();
+		const ids = ["ord_a", "ord_b", "ord_c", "ord_d", "ord_e", "ord_f"];
+		const pointers = [];
+		for (const [i, id] of ids.entries()) {
+			pointers.push(await ingest(h, `p-${i}`, { id, ordVersion: 1, status: "PENDING" }));
+			pointers.push(await ingest(h, `s-${i}`, { id, ordVersion: 2, status: "SUCCESS", amount: 100 + i }));
+		}
+		// One consumer batch over every shard: each shard applies its own orders.
+		const result = await consume(h, pointers);
+		expect(result.explicitAcks).toHaveLength(pointers.length);
+		const where = async (sql: string) =>
+			(await rowsPerShard<{ id: string }>(sql)).flatMap((list, shard) => list.map((r) => `${r.id}@${shard}`)).sort();
+		const expected = (times: number) =>
+			ids
+				.flatMap((id) =>
+					Array.from({ length: times }, () => {
+						const { index } = shardOfResource(getShards(env), {
+							provider: "bloobank",
+							type: "payment_order",
+							wallet: "w1",
+							id,
+						});
+						return `${id}@${index}`;
+					}),
+				)
+				.sort();
+		expect(await where("SELECT resource_id AS id FROM deliveries")).toEqual(expected(2));
+		expect(await where("SELECT id FROM resources")).toEqual(expected(1));
+		expect(await where("SELECT resource_id AS id FROM effects WHERE status = 'done'")).toEqual(expected(1));
+		// The orders really are spread: more than one shard holds some.
+		expect(new Set((await where("SELECT id FROM resources")).map((s) => s.split("@")[1])).size).toBeGreaterThan(1);
+	});
+});
