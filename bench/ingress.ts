@@ -40,6 +40,9 @@ interface D1Counts {
 }
 
 export const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
+/** What the receiver is started with and where its deliveries go (bench/profile-ingress.ts too). */
+export const RECEIVER_VARS = { BLOOBANK_WEBHOOK_SECRETS: SECRET, ADMIN_TOKEN: "" };
+export const RECEIVER_PATH = "/webhooks/bloobank";
 const LEVELS = [
 	{ concurrency: 1, requests: Number(process.env.BENCH_C1 ?? 1500) },
 	{ concurrency: 8, requests: Number(process.env.BENCH_C8 ?? 3000) },
@@ -150,10 +153,7 @@ export async function benchIngress() {
 	// Each Worker runs in workerd processes of its own, children of this one (bench/lib.ts): their
 	// CPU is the Worker's, whatever else runs on the machine.
 	const before = new Set(workerdPids());
-	const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
-		BLOOBANK_WEBHOOK_SECRETS: SECRET,
-		ADMIN_TOKEN: "",
-	});
+	const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", RECEIVER_VARS);
 	const receiverPids = await pidsOf(receiver, before);
 	const noop = await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml");
 	const noopPids = await pidsOf(noop, new Set([...before, ...receiverPids]));
@@ -161,7 +161,7 @@ export async function benchIngress() {
 	const results: ReturnType<typeof summarize>[] = [];
 	try {
 		await migrate(receiver, "http://bench/__bench/setup");
-		const receiverUrl = `http://${receiver.address}:${receiver.port}/webhooks/bloobank`;
+		const receiverUrl = `http://${receiver.address}:${receiver.port}${RECEIVER_PATH}`;
 		const noopBase = `http://${noop.address}:${noop.port}`;
 		const noopUrl = `${noopBase}/noop`;
 		const oneWriteUrl = `${noopBase}/d1`;

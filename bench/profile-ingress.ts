@@ -8,7 +8,7 @@
  * PROFILE_VARIANTS=",logs,apply" (comma-separated BENCH_SKIP values joined by "+") picks variants;
  * PROFILE_REPS rounds of all variants run interleaved, and each figure is the median of its rounds.
  */
-import { cpuSeconds, drive, SECRET, signedBatch } from "./ingress";
+import { cpuSeconds, drive, RECEIVER_PATH, RECEIVER_VARS, signedBatch } from "./ingress";
 import { migrate, pidsOf, startWorker, workerdPids } from "./lib";
 
 const C32 = Number(process.env.PROFILE_C32 ?? 2000);
@@ -31,14 +31,13 @@ async function measure(variant: string): Promise<Figures> {
 	const w = floor
 		? await startWorker("bench/noop.worker.ts", "bench/wrangler.noop.toml")
 		: await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
-				BLOOBANK_WEBHOOK_SECRETS: SECRET,
-				ADMIN_TOKEN: "",
+				...RECEIVER_VARS,
 				BENCH_SKIP: variant.replaceAll("+", ","),
 			});
 	const pids = await pidsOf(w, before);
 	try {
 		if (!floor) await migrate(w, "http://bench/__bench/setup");
-		const url = floor ? `http://${w.address}:${w.port}/d1-send` : `http://${w.address}:${w.port}/webhooks/bloobank`;
+		const url = floor ? `http://${w.address}:${w.port}/d1-send` : `http://${w.address}:${w.port}${RECEIVER_PATH}`;
 		await drive(url, await signedBatch(200), 8);
 		await new Promise((resolve) => setTimeout(resolve, 3000));
 		const load = await signedBatch(C32);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { executeEffects, retryPendingEffects } from "../../src/effects/executor";
 import { handlers } from "../../src/effects/handlers";
-import { getConfig } from "../../src/env";
+import { getConfig, getShards } from "../../src/env";
 import { runAlerts } from "../../src/sweep/alerts";
 import { ALERT_URL, type AlertTarget, fakeAlertTarget } from "../support/alert-target";
 import { consume, ingest } from "../support/apply";
@@ -205,7 +205,8 @@ describe("the effects_done_once guard (migrations 0001, recreated by 0011, which
 		);
 		if (!held) throw new Error("no effect row");
 		// The claim an executor took before the first one finished: running it again must hit the trigger.
-		const report = await executeEffects(h.env, getConfig(h.env), [{ ...held, attempts: 0 }], Date.now());
+		const home = getShards(h.env).home;
+		const report = await executeEffects(h.env, getConfig(h.env), home, [{ ...held, attempts: 0 }], Date.now());
 		expect(report).toEqual({ done: 0, failed: 0 });
 		expect(await totals()).toEqual([{ currency: "BRL", count: 1, amount: 900 }]);
 	});
