@@ -29,6 +29,15 @@ import { BlooBankClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS }
 
 /** 10 pages: <= 30 API attempts + 10 queue sends + 1 continuation, under the free plan's 50 subrequests. */
 export const MAX_PAGES_PER_INVOCATION = 10;
+
+/**
+ * Each page looks its versions up in every shard it touches, one D1 query each: with S shards a
+ * page can cost S queries, so an invocation takes MAX_PAGES_PER_INVOCATION / S pages (at least
+ * one) and stays at about a dozen D1 queries, under the free plan's 50, whatever the shard count.
+ */
+export function pagesPerInvocation(shards: number): number {
+	return Math.max(1, Math.floor(MAX_PAGES_PER_INVOCATION / shards));
+}
 export const MAX_RESTARTS = 3;
 export const MAX_RETRIES = 5;
 /** Queue sendBatch caps a call at 256 KB; stay well under it. */
@@ -145,7 +154,8 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 		const { filterField } = parsed.config;
 		const client = new BlooBankClient(parsed.config, deps);
 		const filter = `${filterField}>=${iso(w.from_ms)} AND ${filterField}<${iso(w.to_ms)}`;
-		for (let i = 0; i < MAX_PAGES_PER_INVOCATION && !p.done && !p.failed && p.delaySeconds === 0; i++) {
+		const pages = pagesPerInvocation(getShards(env).all.length);
+		for (let i = 0; i < pages && !p.done && !p.failed && p.delaySeconds === 0; i++) {
 			const res = await client.listPaymentOrders(job.wallet, {
 				filter,
 				orderBy: `${filterField} asc`,

@@ -120,7 +120,7 @@ describe("deliveries", () => {
 		expect(replay.status).toBe(202);
 		expect(h.events.sent.at(-1)).toEqual(a);
 		await consume(h, [h.events.sent.at(-1) as QueueMessage]);
-		expect(await rows("SELECT count FROM settled_totals")).toEqual([{ count: 1 }]);
+		expect(await rows("SELECT sum(count) AS count FROM settled_totals")).toEqual([{ count: 1 }]);
 
 		const b = await ingest(h, "rp-2", { id: "o-rp2", ordVersion: 1, status: "PENDING" });
 		await consume(h, [b], "webhook-events-dlq");

@@ -1,11 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { globalId, shardOfResource } from "../../src/db/shards";
 import { executeEffects, retryPendingEffects } from "../../src/effects/executor";
 import { handlers } from "../../src/effects/handlers";
 import { getConfig, getShards } from "../../src/env";
 import { runAlerts } from "../../src/sweep/alerts";
 import { ALERT_URL, type AlertTarget, fakeAlertTarget } from "../support/alert-target";
 import { consume, ingest } from "../support/apply";
-import { call, type Harness, harness, resetDb, rows } from "../support/worker";
+import { call, type Harness, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
 beforeEach(resetDb);
 
@@ -19,9 +20,15 @@ interface EffectState {
 	last_error: string | null;
 	claimed_until: number;
 }
+/** The one effect, its id as the admin API shows it (naming its shard, src/db/shards.ts). */
 const effect = async () =>
-	(await rows<EffectState>("SELECT id, status, attempts, last_error, claimed_until FROM effects"))[0];
-const totals = () => rows("SELECT currency, count, amount FROM settled_totals");
+	(await rowsPerShard<EffectState>("SELECT id, status, attempts, last_error, claimed_until FROM effects")).flatMap(
+		(list, shard) => list.map((e) => ({ ...e, id: globalId(shard, e.id) })),
+	)[0];
+const totals = () =>
+	rows(
+		"SELECT currency, sum(count) AS count, sum(amount) AS amount FROM settled_totals GROUP BY currency ORDER BY currency",
+	);
 
 function admin(h: Harness, method: string, path: string) {
 	return call(
@@ -205,8 +212,13 @@ describe("the effects_done_once guard (migrations 0001, recreated by 0011, which
 		);
 		if (!held) throw new Error("no effect row");
 		// The claim an executor took before the first one finished: running it again must hit the trigger.
-		const home = getShards(h.env).home;
-		const report = await executeEffects(h.env, getConfig(h.env), home, [{ ...held, attempts: 0 }], Date.now());
+		const shard = shardOfResource(getShards(h.env), {
+			provider: "bloobank",
+			type: "payment_order",
+			wallet: "w1",
+			id: "ord-twice",
+		});
+		const report = await executeEffects(h.env, getConfig(h.env), shard, [{ ...held, attempts: 0 }], Date.now());
 		expect(report).toEqual({ done: 0, failed: 0 });
 		expect(await totals()).toEqual([{ currency: "BRL", count: 1, amount: 900 }]);
 	});

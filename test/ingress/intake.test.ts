@@ -9,6 +9,11 @@ import { OLD_SECRET, orderEvent, SECRET, type SignOptions, signedRequest } from 
 import { call, countRows, harness, resetDb, rows } from "../support/worker";
 
 const order = (n: number, status = "PENDING") => orderEvent(`msg-${n}`, { id: `ord-${n}`, ordVersion: 1, status });
+/**
+ * Version n of one order: consecutive deliveries that share a database whatever the shards (marks
+ * ride along only with a write to the same database, src/db/shards.ts).
+ */
+const sameOrder = (n: number) => orderEvent(`msg-${n}`, { id: "ord-shared", ordVersion: n, status: "PENDING" });
 
 interface DeliveryRow {
 	id: number;
@@ -57,9 +62,9 @@ describe("intake of a new delivery", () => {
 	it("a waiting enqueued mark rides along with the next inbox write: one round trip for both", async () => {
 		const h = harness();
 		const first = createExecutionContext();
-		expect((await worker.fetch(await signedRequest(order(4)), h.env, first)).status).toBe(200);
+		expect((await worker.fetch(await signedRequest(sameOrder(4)), h.env, first)).status).toBe(200);
 		// The first request's mark waits for its flush; the second request's write takes it along.
-		expect((await call(h, await signedRequest(order(5)))).status).toBe(200);
+		expect((await call(h, await signedRequest(sameOrder(5)))).status).toBe(200);
 		expect(h.db.statements.slice(0, 2)).toEqual([expect.stringContaining("INSERT INTO deliveries"), "batch(2)"]);
 		await waitOnExecutionContext(first);
 		// The second mark went into the buffer the first request opened, which flushed it.
@@ -73,9 +78,9 @@ describe("intake of a new delivery", () => {
 	it("a failed inbox write loses the marks it carried but nothing else: the consumer still applies the row", async () => {
 		const h = harness();
 		const first = createExecutionContext();
-		expect((await worker.fetch(await signedRequest(order(6)), h.env, first)).status).toBe(200);
+		expect((await worker.fetch(await signedRequest(sameOrder(6)), h.env, first)).status).toBe(200);
 		h.db.failRoundTrip = 2;
-		expect((await call(h, await signedRequest(order(7)))).status).toBe(503);
+		expect((await call(h, await signedRequest(sameOrder(7)))).status).toBe(503);
 		await waitOnExecutionContext(first);
 		expect(await rows("SELECT message_id, status FROM deliveries")).toEqual([
 			{ message_id: "msg-6", status: "received" },

@@ -6,10 +6,10 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { ARCHIVE_GRACE_MS, archiveSettledBodies } from "../../src/sweep/archive";
+import { ARCHIVE_GRACE_MS } from "../../src/sweep/archive";
 import { consume } from "../support/apply";
 import { type OrderFields, orderEvent, signedRequest } from "../support/bloobank";
-import { call, type Harness, harness, resetDb } from "../support/worker";
+import { archiveAll, call, type Harness, harness, resetDb } from "../support/worker";
 
 beforeEach(resetDb);
 
@@ -42,8 +42,8 @@ async function deliver(h: Harness, events: [string, OrderFields][]): Promise<voi
 	if (pointers.length > 0) await consume(h, pointers);
 }
 
-async function archiveAll(h: Harness): Promise<void> {
-	while ((await archiveSettledBodies(h.env.DB, h.archive.asR2(), Date.now() + ARCHIVE_GRACE_MS + 1)).archived > 0);
+async function archiveEverything(h: Harness): Promise<void> {
+	while ((await archiveAll(h, Date.now() + ARCHIVE_GRACE_MS + 1)).archived > 0);
 }
 
 const perDelivery = (bytes: number) => Math.round(bytes / N);
@@ -64,14 +64,14 @@ describe("capacity figures", { timeout: 120_000 }, () => {
 		// D1 gives back the pages a delete frees, so each figure is a difference of two sizes taken
 		// after everything settled was archived: the steady state of a running database.
 		await round(0);
-		await archiveAll(h);
+		await archiveEverything(h);
 		const a0 = await size();
 		await round(1);
 		const b1 = await size();
-		await archiveAll(h);
+		await archiveEverything(h);
 		const a1 = await size();
 		await round(2);
-		await archiveAll(h);
+		await archiveEverything(h);
 		const a2 = await size();
 		const kept = perDelivery(b1 - a0);
 		const archived = perDelivery(a2 - a1);
@@ -91,13 +91,13 @@ describe("capacity figures", { timeout: 120_000 }, () => {
 			]);
 		// Warm-up so that later rounds reuse freed pages as a running database does.
 		await deliver(h, orders("warm", "PENDING"));
-		await archiveAll(h);
+		await archiveEverything(h);
 		const s0 = await size();
 		await deliver(h, orders("pend", "PENDING")); // new resource per delivery, no effect
-		await archiveAll(h);
+		await archiveEverything(h);
 		const s1 = await size();
 		await deliver(h, orders("paid", "SUCCESS")); // new resource and one effect per delivery
-		await archiveAll(h);
+		await archiveEverything(h);
 		const s2 = await size();
 		const resourcePlusDelivery = perDelivery(s1 - s0);
 		const effect = perDelivery(s2 - s1) - resourcePlusDelivery;

@@ -6,10 +6,12 @@
  * counts on the real local D1; the README's "Capacity and cost" quotes them.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { ARCHIVE_GRACE_MS, archiveSettledBodies } from "../../src/sweep/archive";
+import { shardOfResource } from "../../src/db/shards";
+import { getShards } from "../../src/env";
+import { ARCHIVE_GRACE_MS } from "../../src/sweep/archive";
 import { consume } from "../support/apply";
 import { type OrderFields, orderEvent, signedRequest } from "../support/bloobank";
-import { call, type Harness, harness, resetDb, rows } from "../support/worker";
+import { archiveAll, call, type Harness, harness, resetDb, rows } from "../support/worker";
 
 beforeEach(resetDb);
 
@@ -50,7 +52,12 @@ describe("rows written per delivery (meta.rows_written)", () => {
 		const h = harness();
 		// Warm: a table's first row writes more than the steady state (its sqlite_sequence row, the
 		// first currency's settled total), so one settled order goes through first.
-		await deliver(h, "warm-1", { id: "o-warm", ordVersion: 1, status: "SUCCESS" });
+		// In the measured order's shard (src/db/shards.ts): the first settled total is per database.
+		const shards = getShards(h.env);
+		const shardOf = (id: string) =>
+			shardOfResource(shards, { provider: "bloobank", type: "payment_order", wallet: "w1", id });
+		const warm = Array.from({ length: 64 }, (_, i) => `o-warm-${i}`).find((id) => shardOf(id) === shardOf("o-rw"));
+		await deliver(h, "warm-1", { id: warm ?? "o-warm", ordVersion: 1, status: "SUCCESS" });
 
 		const newResource = await deliver(h, "rw-1", { id: "o-rw", ordVersion: 1, status: "PENDING" });
 		const stateChange = await deliver(h, "rw-2", { id: "o-rw", ordVersion: 2, status: "PENDING", amount: 1200 });
@@ -58,7 +65,7 @@ describe("rows written per delivery (meta.rows_written)", () => {
 		const duplicate = await deliver(h, "rw-3", { id: "o-rw", ordVersion: 3, status: "SUCCESS", amount: 1200 });
 		const stale = await deliver(h, "rw-4", { id: "o-rw", ordVersion: 2, status: "PENDING", amount: 1200 });
 		const before = h.db.rowsWritten;
-		while ((await archiveSettledBodies(h.env.DB, h.archive.asR2(), Date.now() + ARCHIVE_GRACE_MS + 1)).archived > 0);
+		while ((await archiveAll(h, Date.now() + ARCHIVE_GRACE_MS + 1)).archived > 0);
 		const archiveFive = h.db.rowsWritten - before;
 
 		// The outcomes the counts belong to.

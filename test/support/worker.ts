@@ -4,6 +4,7 @@ import { CountingD1, FaultyR2, RecordingQueue } from "../../fixtures/bindings";
 import { type Env, getShards } from "../../src/env";
 import worker from "../../src/index";
 import type { QueueMessage, ReconcileJob } from "../../src/queue/messages";
+import { type ArchiveReport, archiveSettledBodies } from "../../src/sweep/archive";
 
 export interface Harness {
 	env: Env;
@@ -68,16 +69,90 @@ export async function resetDb(): Promise<void> {
 
 /**
  * Rows of a query, run in every shard and concatenated (shard order): with TEST_SHARDS=3 a row is
- * wherever its resource was placed. Queries that aggregate use `rowsPerShard` or sum themselves.
+ * wherever its resource was placed; aggregates and ORDER BY are merged as one database would (mergeShards).
  */
 export async function rows<T = Record<string, unknown>>(sql: string, ...binds: unknown[]): Promise<T[]> {
-	if (HOME_ONLY.test(sql))
+	// An INSERT a test writes by hand goes to the home shard: one row, in one place.
+	if (HOME_ONLY.test(sql) || /^\s*INSERT\b/i.test(sql))
 		return (
 			await env.DB.prepare(sql)
 				.bind(...binds)
 				.all<T>()
 		).results;
-	return (await rowsPerShard<T>(sql, ...binds)).flat();
+	const perShard = await rowsPerShard<Record<string, unknown>>(sql, ...binds);
+	if (perShard.length === 1) return (perShard[0] ?? []) as T[];
+	return mergeShards(sql, perShard) as T[];
+}
+
+/**
+ * What one database would have answered, from each shard's answer: aggregate columns (`count(`,
+ * `sum(`, `max(`, `min(` in the select list) are combined per group of the other columns (a shard
+ * without rows answers NULL for max/min, which is skipped), and an ORDER BY over selected columns
+ * is applied again. An ORDER BY over a column not selected leaves the shards' concatenation.
+ */
+function mergeShards(sql: string, perShard: Record<string, unknown>[][]): Record<string, unknown>[] {
+	const select = /^\s*SELECT\s+([\s\S]+?)\s+FROM\s/i.exec(sql)?.[1] ?? "";
+	const items = splitTopLevel(select).map((item) => {
+		const alias = /\s+AS\s+(\w+)\s*$/i.exec(item)?.[1] ?? item.trim().split(".").pop() ?? item;
+		const fn = /^\s*(count|sum|max|min)\s*\(/i.exec(item)?.[1]?.toLowerCase() ?? null;
+		return { alias, fn };
+	});
+	let merged = perShard.flat();
+	if (items.some((i) => i.fn !== null)) {
+		const groups = new Map<string, Record<string, unknown>>();
+		for (const row of merged) {
+			const key = JSON.stringify(items.filter((i) => i.fn === null).map((i) => row[i.alias]));
+			const sum = groups.get(key);
+			if (!sum) {
+				groups.set(key, { ...row });
+				continue;
+			}
+			for (const { alias, fn } of items) {
+				const [a, b] = [sum[alias], row[alias]];
+				if (fn === null || b === null || b === undefined) continue;
+				if (a === null || a === undefined) sum[alias] = b;
+				else if (fn === "count" || fn === "sum") sum[alias] = Number(a) + Number(b);
+				else if (fn === "max") sum[alias] = Number(b) > Number(a) ? b : a;
+				else sum[alias] = Number(b) < Number(a) ? b : a;
+			}
+		}
+		merged = [...groups.values()];
+	}
+	const order = /\bORDER\s+BY\s+([\w\s,]+?)(?:\s+LIMIT\b|\s*$)/i.exec(sql)?.[1];
+	const keys = (order ?? "")
+		.split(",")
+		.filter((k) => k.trim() !== "")
+		.map((k) => {
+			const [column = "", direction = ""] = k.trim().split(/\s+/);
+			return { column, desc: direction.toUpperCase() === "DESC" };
+		});
+	if (keys.length > 0 && keys.every((k) => items.some((i) => i.alias === k.column))) {
+		merged.sort((x, y) => {
+			for (const { column, desc } of keys) {
+				const [a, b] = [x[column], y[column]] as [string | number, string | number];
+				if (a !== b) return (a < b ? -1 : 1) * (desc ? -1 : 1);
+			}
+			return 0;
+		});
+	}
+	return merged;
+}
+
+/** A select list split on its top-level commas. */
+function splitTopLevel(list: string): string[] {
+	const parts: string[] = [];
+	let depth = 0;
+	let current = "";
+	for (const ch of list) {
+		if (ch === "(") depth++;
+		if (ch === ")") depth--;
+		if (ch === "," && depth === 0) {
+			parts.push(current);
+			current = "";
+		} else current += ch;
+	}
+	parts.push(current);
+	return parts;
 }
 
 /** Tables that only the home shard uses (src/db/shards.ts): asked there alone. */
@@ -89,6 +164,7 @@ export async function countRows(fromWhere: string, ...binds: unknown[]): Promise
 	return perShard.reduce((sum, r) => sum + Number(r[0]?.n ?? 0), 0);
 }
 
+/** A query's rows in each shard, in shard order. */
 export async function rowsPerShard<T = Record<string, unknown>>(sql: string, ...binds: unknown[]): Promise<T[][]> {
 	return Promise.all(
 		getShards(env).all.map(
@@ -101,4 +177,15 @@ export async function rowsPerShard<T = Record<string, unknown>>(sql: string, ...
 				).results,
 		),
 	);
+}
+
+/** The sweep's archive step over every shard, its reports summed (src/sweep/sweep.ts does the same). */
+export async function archiveAll(h: Harness, nowMs: number): Promise<ArchiveReport> {
+	const archive = h.env.ARCHIVE;
+	if (!archive) throw new Error("no ARCHIVE binding");
+	const reports = await Promise.all(getShards(h.env).all.map((s) => archiveSettledBodies(s.db, archive, nowMs)));
+	return {
+		archived: reports.reduce((n, r) => n + r.archived, 0),
+		failed: reports.reduce((n, r) => n + r.failed, 0),
+	};
 }
