@@ -120,7 +120,7 @@ interface ReconcileRow {
 export function reconcileSvg(rows: ReconcileRow[], note = ""): string {
 	const lines = rows.map((r) => ({
 		label: r.control
-			? `control${r.shards ? ` (${r.shards})` : ""}: no orders`
+			? `control${r.shards ? `, ${r.shards} shard${r.shards === 1 ? "" : "s"}` : ""}: no orders`
 			: `${r.orders?.toLocaleString("en-US")} orders${r.shards ? `, ${r.shards} shard${r.shards === 1 ? "" : "s"}` : ""}`,
 		points: r.rssEvery10InvocationsMiB.map((v, i) => [(i + 1) * 10, v] as const).filter((p) => p[1] !== null) as [
 			number,
@@ -155,7 +155,7 @@ export function reconcileSvg(rows: ReconcileRow[], note = ""): string {
 	let x = M.left;
 	let y = H - 14;
 	const widths = lines.map((l) => 36 + l.label.length * 6.5);
-	if (M.left + widths.reduce((a, w) => a + w, 0) > W - M.right) y = H - 22;
+	if (M.left + widths.reduce((a, w) => a + w, 0) > W - M.right) y = H - 18;
 	lines.forEach((l, i) => {
 		const w = widths[i] ?? 0;
 		if (x > M.left && x + w > W - M.right) {
