@@ -9,7 +9,7 @@ import path from "node:path";
 const W = 720;
 const H = 360;
 const M = { top: 48, right: 20, bottom: 64, left: 64 };
-const COLORS = ["#9aa5b1", "#6c8ebf", "#3d5a80", "#e07a5f", "#81b29a"];
+const COLORS = ["#9aa5b1", "#6c8ebf", "#3d5a80", "#e07a5f", "#81b29a", "#c9a227", "#7b5ea7"];
 
 const esc = (s: string) => s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 
@@ -108,6 +108,8 @@ export function ingressSvg(rows: IngressRow[], note = ""): string {
 
 interface ReconcileRow {
 	orders?: number;
+	/** Absent in results written before the bench ran over shards: one database. */
+	shards?: number;
 	control?: string;
 	invocations: number;
 	peakRssMiB: number | null;
@@ -117,7 +119,9 @@ interface ReconcileRow {
 /** workerd RSS every 10 invocations: each run against the control with no orders. */
 export function reconcileSvg(rows: ReconcileRow[], note = ""): string {
 	const lines = rows.map((r) => ({
-		label: r.control ? "control: same requests and queries, no orders" : `${r.orders?.toLocaleString("en-US")} orders`,
+		label: r.control
+			? `control${r.shards ? `, ${r.shards} shard${r.shards === 1 ? "" : "s"}` : ""}: no orders`
+			: `${r.orders?.toLocaleString("en-US")} orders${r.shards ? `, ${r.shards} shard${r.shards === 1 ? "" : "s"}` : ""}`,
 		points: r.rssEvery10InvocationsMiB.map((v, i) => [(i + 1) * 10, v] as const).filter((p) => p[1] !== null) as [
 			number,
 			number,
@@ -147,12 +151,21 @@ export function reconcileSvg(rows: ReconcileRow[], note = ""): string {
 		body.push(`<text x="${px(t)}" y="${M.top + plotH + 16}" text-anchor="middle">${t}</text>`);
 	}
 	body.push(`<text x="${M.left + plotW / 2}" y="${M.top + plotH + 32}" text-anchor="middle">invocations</text>`);
+	// The legend wraps onto a second row below the axis title when it is wider than the chart.
 	let x = M.left;
+	let y = H - 14;
+	const widths = lines.map((l) => 36 + l.label.length * 6.5);
+	if (M.left + widths.reduce((a, w) => a + w, 0) > W - M.right) y = H - 18;
 	lines.forEach((l, i) => {
+		const w = widths[i] ?? 0;
+		if (x > M.left && x + w > W - M.right) {
+			x = M.left;
+			y += 14;
+		}
 		body.push(
-			`<line x1="${x}" x2="${x + 18}" y1="${H - 18}" y2="${H - 18}" stroke="${COLORS[(i + 2) % COLORS.length]}" stroke-width="2"${rows[i]?.control ? ' stroke-dasharray="6 4"' : ""}/><text x="${x + 22}" y="${H - 14}">${esc(l.label)}</text>`,
+			`<line x1="${x}" x2="${x + 18}" y1="${y - 4}" y2="${y - 4}" stroke="${COLORS[(i + 2) % COLORS.length]}" stroke-width="2"${rows[i]?.control ? ' stroke-dasharray="6 4"' : ""}/><text x="${x + 22}" y="${y}">${esc(l.label)}</text>`,
 		);
-		x += 36 + l.label.length * 6.5;
+		x += w;
 	});
 	return frame(
 		"Reconcile: workerd memory against its control",
