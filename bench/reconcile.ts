@@ -323,7 +323,7 @@ function printDay(rows: Record<string, unknown>[], controls: Map<number, Control
 	const { pagesPerInvocation, pageSize } = paging;
 	const perInvocation = pagesPerInvocation * pageSize;
 	console.log(
-		"\n%s orders a day: %s pages, at least %s invocations (%d pages of %d orders each); per invocation, measured:",
+		"\n%s orders a day: %s pages, at least %s invocations with one shard (%d pages of %d orders each; 10 / S pages with S shards, src/reconcile/window.ts pagesPerInvocation); per invocation, measured:",
 		fmt(DAY_ORDERS),
 		fmt(DAY_ORDERS / pageSize),
 		fmt(DAY_ORDERS / perInvocation),
