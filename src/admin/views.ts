@@ -52,7 +52,17 @@ export function listDeliveries(
  */
 export async function findDeliveryRow(shards: Shards, provider: string, messageId: string) {
 	const found = await fanOut(shards, (s) => deliveryRow(s.db, provider, messageId));
-	return found.find((r) => r !== null) ?? null;
+	return latest(found);
+}
+
+/**
+ * One message id can be in two shards: an `ignored` row placed by its message id, and the re-send
+ * that a fixed parser placed with its resource (src/db/shards.ts). The newer one is the delivery.
+ */
+export function latest<R extends { received_at: number }>(rows: readonly (R | null)[]): R | null {
+	let best: R | null = null;
+	for (const r of rows) if (r !== null && (best === null || r.received_at > best.received_at)) best = r;
+	return best;
 }
 
 export async function getDelivery(shards: Shards, archive: R2Bucket | undefined, provider: string, messageId: string) {

@@ -17,6 +17,7 @@ import {
 	markDeadLettered,
 	markFailed,
 	markIgnored,
+	markRehomed,
 	noteLastError,
 	type StoredDelivery,
 } from "../db/deliveries";
@@ -28,7 +29,7 @@ import { type Config, ConfigError, type Env, getConfig, getShards } from "../env
 import { errorMessage, log } from "../log";
 import { effectsFor, getProvider, storedHeaders } from "../providers";
 import type { Provider, ResourceSnapshot } from "../providers/types";
-import type { QueueMessage } from "../queue/messages";
+import type { QueueMessage, SnapshotMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
 import { freshSnapshots } from "../reconcile/refresh";
 import { backoff } from "../time";
@@ -46,6 +47,11 @@ export interface ApplyPlan {
 	rows: ApplyRow[];
 	effects: EffectRow[];
 	ignored: number[];
+	/**
+	 * Deliveries whose resource lives in another shard: stored by message id when they named no
+	 * resource, and parsed with one since (a replay after a fix). Never applied here.
+	 */
+	elsewhere: { ref: number; provider: Provider["name"]; resource: ResourceSnapshot; shard: number }[];
 	failed: { ref: number; error: string }[];
 }
 
@@ -59,8 +65,10 @@ export function planBatch(
 	messages: readonly QueueMessage[],
 	stored: ReadonlyMap<number, StoredDelivery>,
 	config: Config,
+	/** The shard a resource lives in, when it is not this one (src/db/shards.ts); null when it is. */
+	elsewhere: (provider: string, resource: ResourceSnapshot) => number | null = () => null,
 ): ApplyPlan {
-	const plan: ApplyPlan = { rows: [], effects: [], ignored: [], failed: [] };
+	const plan: ApplyPlan = { rows: [], effects: [], ignored: [], elsewhere: [], failed: [] };
 	const add = (provider: Provider, resource: ResourceSnapshot, ref: number | null, source: ApplyRow["source"]) => {
 		const row: ApplyRow = {
 			ref,
@@ -102,7 +110,9 @@ export function planBatch(
 		} else if (parsed.event.resource === null) {
 			plan.ignored.push(d.id);
 		} else {
-			add(provider, parsed.event.resource, d.id, "webhook");
+			const shard = elsewhere(provider.name, parsed.event.resource);
+			if (shard === null) add(provider, parsed.event.resource, d.id, "webhook");
+			else plan.elsewhere.push({ ref: d.id, provider: provider.name, resource: parsed.event.resource, shard });
 		}
 	}
 	return plan;
@@ -134,6 +144,10 @@ function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1Prepa
 	);
 	each(insertEffects, plan.effects);
 	each(markIgnored, plan.ignored);
+	each(
+		markRehomed,
+		plan.elsewhere.map(({ ref, shard }) => ({ ref, note: `resource in shard ${shard}: applied there as a snapshot` })),
+	);
 	each(markFailed, plan.failed);
 	const keys = plan.rows.map(({ provider, type, wallet, id }) => ({ provider, type, wallet, id }));
 	for (const chunk of jsonChunks(keys)) {
@@ -203,7 +217,7 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 		return;
 	}
 	// One apply batch per shard, the shards in parallel (docs/design.md, storage at scale).
-	await Promise.all([...byShard].map(([shard, items]) => applyInShard(env, config, shard, items, nowMs)));
+	await Promise.all([...byShard].map(([shard, items]) => applyInShard(env, config, shards, shard, items, nowMs)));
 }
 
 /** A message of the batch, with the shard it applies in and its row's id there (null for a snapshot). */
@@ -216,6 +230,7 @@ interface ShardWork {
 async function applyInShard(
 	env: Env,
 	config: Config,
+	shards: Shards,
 	shard: Shard,
 	items: readonly ShardWork[],
 	nowMs: number,
@@ -252,7 +267,19 @@ async function applyInShard(
 			const bodies = chunk.map((w) =>
 				w.message.body.kind === "delivery" ? { ...w.message.body, deliveryId: rowId(w) } : w.message.body,
 			);
-			const plan = planBatch([...bodies, ...fresh], stored, config);
+			const plan = planBatch([...bodies, ...fresh], stored, config, (provider, r) => {
+				const home = shardOfResource(shards, { provider, type: r.type, wallet: r.wallet ?? "", id: r.id });
+				return home === shard ? null : home.index;
+			});
+			// Sent before the batch marks the rows: a crash in between re-sends them, harmlessly (the
+			// upsert is monotonic and effects fire once per resource, in that shard).
+			if (plan.elsewhere.length > 0) {
+				await env.EVENTS.sendBatch(
+					plan.elsewhere.map(({ provider, resource }) => ({
+						body: { kind: "snapshot", provider, resource, runId: null } satisfies SnapshotMessage,
+					})),
+				);
+			}
 			const statements = planStatements(db, plan, nowMs);
 			const results = statements.length > 0 ? await db.batch<ClaimedEffectRow>(statements) : [];
 			// Only the claim statements return rows.

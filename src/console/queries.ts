@@ -2,6 +2,8 @@
  * The console's own reads, on top of the admin ones (src/admin/views.ts, metrics.ts): each is one
  * statement on an index, and each page sends them in a bounded number of D1 round trips.
  */
+
+import { latest } from "../admin/views";
 import { type AlertStateRow, listAlertStates } from "../db/alerts";
 import { storedBody } from "../db/archive";
 import {
@@ -135,7 +137,7 @@ export async function readDelivery(
 	archive?: R2Bucket,
 ): Promise<DeliveryDetail | null> {
 	// The message id does not name its shard: each answers on its unique index (src/db/shards.ts).
-	const d = (await fanOut(shards, (s) => deliveryDetail(s.db, provider, messageId))).find((r) => r !== null) ?? null;
+	const d = latest(await fanOut(shards, (s) => deliveryDetail(s.db, provider, messageId)));
 	if (d !== null && d.raw_body === null) d.raw_body = await storedBody(archive, d);
 	return d;
 }

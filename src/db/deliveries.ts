@@ -261,6 +261,20 @@ WHERE id IN (SELECT value FROM json_each(?1)) AND status NOT IN ${SETTLED}`)
 		.bind(idsJson, nowMs);
 }
 
+/**
+ * `rowsJson`: `{ref, note}` of deliveries whose resource lives in another shard (src/db/shards.ts):
+ * settled here as `ignored` with the note, their state sent to the resource's shard instead.
+ */
+export function markRehomed(db: D1Database, rowsJson: string, nowMs: number): D1PreparedStatement {
+	return db
+		.prepare(`
+UPDATE deliveries SET status = 'ignored', status_at = ?2, processed_at = ?2, attempts = attempts + 1,
+  last_error = NULL, send_token = NULL, note = j.note
+FROM (SELECT value->>'ref' AS ref, value->>'note' AS note FROM json_each(?1)) AS j
+WHERE deliveries.id = j.ref AND deliveries.status NOT IN ${SETTLED}`)
+		.bind(rowsJson, nowMs);
+}
+
 /** `rowsJson`: `{ref, error}` of poison deliveries. */
 export function markFailed(db: D1Database, rowsJson: string, nowMs: number): D1PreparedStatement {
 	return db

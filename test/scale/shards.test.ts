@@ -16,6 +16,7 @@ import {
 } from "../../src/db/shards";
 import { getShards, parseShards } from "../../src/env";
 import { consume, ingest } from "../support/apply";
+import { boldSender, senderRequest } from "../support/senders";
 import { call, harness, resetDb, rowsPerShard } from "../support/worker";
 
 const sharded = getShards(env).all.length > 1;
@@ -118,5 +119,58 @@ describe.runIf(sharded)("a resource's deliveries and effects share its shard", (
 		expect(await where("SELECT resource_id AS id FROM effects WHERE status = 'done'")).toEqual(expected(1));
 		// The orders really are spread: more than one shard holds some.
 		expect(new Set((await where("SELECT id FROM resources")).map((s) => s.split("@")[1])).size).toBeGreaterThan(1);
+	});
+});
+
+describe.runIf(sharded)("a delivery stored without a resource, replayed once it parses", () => {
+	it("is applied in its resource's shard, never in the shard its message id placed it in", async () => {
+		const shards = getShards(env);
+		const TOKEN = "shards-test-admin-token-0123456789abcdef";
+		// A message id whose placement differs from the shard of the charge it names.
+		const resourceShard = shardOfResource(shards, { provider: "bold", type: "charge", wallet: "", id: "ch_rh" });
+		const messageId =
+			Array.from({ length: 64 }, (_, i) => `bold-rh-${i}`).find(
+				(m) => shardOfDelivery(shards, "bold", m, null).index !== resourceShard.index,
+			) ?? "";
+		const body = JSON.stringify({
+			eventId: messageId,
+			eventName: "charge.paid",
+			entity: "charge",
+			entityId: "ch_rh",
+			occurredOn: "2026-11-30T10:00:00Z",
+			majorVersion: 2,
+			minorVersion: 0,
+			payload: { status: "paid" },
+		});
+		// Stored `ignored` (major version 2 not enabled), placed by its message id.
+		const before = harness({ ADMIN_TOKEN: TOKEN });
+		expect((await call(before, await senderRequest(boldSender, body, { messageId }))).status).toBe(200);
+		const placed = shardOfDelivery(shards, "bold", messageId, null).index;
+		expect((await rowsPerShard("SELECT status FROM deliveries"))[placed]).toEqual([{ status: "ignored" }]);
+
+		// Enabled, then replayed by the operator: the row's shard is not the charge's.
+		const after = harness({ ADMIN_TOKEN: TOKEN, BOLD_SUPPORTED_MAJOR_VERSIONS: "1,2" });
+		const replay = await call(
+			after,
+			new Request(`https://receiver.test/admin/deliveries/bold/${messageId}/replay`, {
+				method: "POST",
+				headers: { authorization: `Bearer ${TOKEN}` },
+			}),
+		);
+		expect(replay.status).toBe(202);
+		await consume(after, after.events.sent);
+		// The row is settled with a note; its state went to the charge's shard as a snapshot.
+		const [row] =
+			(await rowsPerShard<{ status: string; note: string }>("SELECT status, note FROM deliveries"))[placed] ?? [];
+		expect(row).toEqual({
+			status: "ignored",
+			note: `resource in shard ${resourceShard.index}: applied there as a snapshot`,
+		});
+		const snapshots = after.events.sent.filter((m) => m.kind === "snapshot");
+		expect(snapshots).toHaveLength(1);
+		await consume(after, snapshots);
+		const resources = await rowsPerShard<{ id: string; status: string }>("SELECT id, status FROM resources");
+		expect(resources.map((list) => list.length)).toEqual(shards.all.map((s) => (s === resourceShard ? 1 : 0)));
+		expect(resources[resourceShard.index]).toEqual([{ id: "ch_rh", status: "PAID" }]);
 	});
 });
