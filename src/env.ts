@@ -224,6 +224,7 @@ export function parseShards(env: Env): Shards {
 				throw new ConfigError("DB_SHARDS", `${name} is not a D1 binding`);
 			return db as D1Database;
 		}),
+		bindings.join(","),
 	);
 }
 

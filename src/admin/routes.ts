@@ -43,7 +43,7 @@ export function adminRoutes(): Hono<AppEnv> {
 		const d = await getDelivery(getShards(c.env), c.env.ARCHIVE, provider, messageId);
 		if (!d) return c.json(bad("not found"), 404);
 		if (d.rawBody === null) return c.json(bad("raw body no longer kept in D1 or the archive"), 409);
-		const replayed = await replayDeliveries(c.env, { provider, messageId }, Date.now(), 1);
+		const replayed = await replayDeliveries(c.env, { provider, messageId, shard: d.shard }, Date.now(), 1);
 		return c.json({ replayed }, 202);
 	});
 

@@ -51,7 +51,10 @@ export function listDeliveries(
  * every shard is asked; the unique index (provider, message_id) answers each in one lookup.
  */
 export async function findDeliveryRow(shards: Shards, provider: string, messageId: string) {
-	const found = await fanOut(shards, (s) => deliveryRow(s.db, provider, messageId));
+	const found = await fanOut(shards, async (s) => {
+		const r = await deliveryRow(s.db, provider, messageId);
+		return r && { ...r, shard: s.index };
+	});
 	return latest(found);
 }
 
@@ -80,6 +83,8 @@ export async function getDelivery(shards: Shards, archive: R2Bucket | undefined,
 		processedAt: iso(r.processed_at),
 		lastDuplicateAt: iso(r.last_duplicate_at),
 		note: r.note,
+		// Where it lives (src/db/shards.ts): a replay replays this row, not another shard's.
+		shard: r.shard,
 	};
 }
 

@@ -23,12 +23,13 @@ import {
 } from "../db/deliveries";
 import { claimEffectsOf, insertEffects } from "../db/effects";
 import { upsertResources } from "../db/resources";
-import { groupByShard, locate, type Shard, type Shards, shardOfResource } from "../db/shards";
+import { globalId, groupByShard, layoutHolds, locate, type Shard, type Shards, shardOfResource } from "../db/shards";
 import { type ClaimedEffectRow, EFFECT_CLAIM_MS, executeEffects } from "../effects/executor";
 import { type Config, ConfigError, type Env, getConfig, getShards } from "../env";
 import { errorMessage, log } from "../log";
 import { effectsFor, getProvider, storedHeaders } from "../providers";
 import type { Provider, ResourceSnapshot } from "../providers/types";
+import { sendSnapshotMessages } from "../queue/enqueue";
 import type { QueueMessage, SnapshotMessage } from "../queue/messages";
 import { type FailedWork, failReconcileWork } from "../reconcile/dead-letters";
 import { freshSnapshots } from "../reconcile/refresh";
@@ -51,7 +52,7 @@ export interface ApplyPlan {
 	 * Deliveries whose resource lives in another shard: stored by message id when they named no
 	 * resource, and parsed with one since (a replay after a fix). Never applied here.
 	 */
-	elsewhere: { ref: number; provider: Provider["name"]; resource: ResourceSnapshot; shard: number }[];
+	elsewhere: { ref: number | null; provider: Provider["name"]; resource: ResourceSnapshot; shard: number }[];
 	failed: { ref: number; error: string }[];
 }
 
@@ -87,8 +88,14 @@ export function planBatch(
 	for (const m of messages) {
 		if (m.kind === "snapshot") {
 			const provider = getProvider(m.provider);
-			if (provider) add(provider, m.resource, null, "reconcile");
-			else log("error", "snapshot_of_unknown_provider", { provider: m.provider });
+			if (!provider) {
+				log("error", "snapshot_of_unknown_provider", { provider: m.provider });
+				continue;
+			}
+			// Queued snapshots come to their resource's shard; a fresh one fetched for a moved row does not.
+			const shard = elsewhere(provider.name, m.resource);
+			if (shard === null) add(provider, m.resource, null, "reconcile");
+			else plan.elsewhere.push({ ref: null, provider: provider.name, resource: m.resource, shard });
 			continue;
 		}
 		const d = stored.get(m.deliveryId);
@@ -146,7 +153,9 @@ function planStatements(db: D1Database, plan: ApplyPlan, nowMs: number): D1Prepa
 	each(markIgnored, plan.ignored);
 	each(
 		markRehomed,
-		plan.elsewhere.map(({ ref, shard }) => ({ ref, note: `resource in shard ${shard}: applied there as a snapshot` })),
+		plan.elsewhere.flatMap(({ ref, shard }) =>
+			ref === null ? [] : [{ ref, note: `resource in shard ${shard}: applied there as a snapshot` }],
+		),
 	);
 	each(markFailed, plan.failed);
 	const keys = plan.rows.map(({ provider, type, wallet, id }) => ({ provider, type, wallet, id }));
@@ -177,6 +186,21 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 		// Without the shard list no row can be found or noted: everything waits for the fix. The rows
 		// stay `enqueued`, so even messages that run out of retries are re-sent by the sweep then.
 		log("error", "config_error", { variable: err.variable, messages: work.length });
+		for (const m of work) m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+		return;
+	}
+	// A reordered or grown DB_SHARDS would apply states where their histories are not (src/db/shards.ts):
+	// nothing is applied until the list is put back.
+	let holds: boolean;
+	try {
+		holds = await layoutHolds(shards, nowMs);
+	} catch (err) {
+		log("error", "batch_apply_failed", { messages: work.length, error: errorMessage(err) });
+		for (const m of work) m.retry({ delaySeconds: retryDelaySeconds(m.attempts) });
+		return;
+	}
+	if (!holds) {
+		log("error", "shard_layout_changed", { messages: work.length });
 		for (const m of work) m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
 		return;
 	}
@@ -273,13 +297,7 @@ async function applyInShard(
 			});
 			// Sent before the batch marks the rows: a crash in between re-sends them, harmlessly (the
 			// upsert is monotonic and effects fire once per resource, in that shard).
-			if (plan.elsewhere.length > 0) {
-				await env.EVENTS.sendBatch(
-					plan.elsewhere.map(({ provider, resource }) => ({
-						body: { kind: "snapshot", provider, resource, runId: null } satisfies SnapshotMessage,
-					})),
-				);
-			}
+			if (plan.elsewhere.length > 0) await moveToTheirShards(env, shard, plan);
 			const statements = planStatements(db, plan, nowMs);
 			const results = statements.length > 0 ? await db.batch<ClaimedEffectRow>(statements) : [];
 			// Only the claim statements return rows.
@@ -311,6 +329,35 @@ async function applyInShard(
 			log("error", "effects_execution_failed", { effects: claimed.length, error: errorMessage(err) });
 		}
 	}
+}
+
+/**
+ * States whose resource lives in another shard go there as snapshots, each naming the delivery it
+ * came from, so a snapshot that dead-letters marks that delivery `failed`. One too large for a
+ * queue message cannot move: its delivery is `failed` here (visible, replayable), never applied here.
+ */
+async function moveToTheirShards(env: Env, shard: Shard, plan: ApplyPlan): Promise<void> {
+	const bodies = plan.elsewhere.map(
+		({ ref, provider, resource }): SnapshotMessage => ({
+			kind: "snapshot",
+			provider,
+			resource,
+			runId: null,
+			...(ref === null ? {} : { origin: globalId(shard.index, ref) }),
+		}),
+	);
+	const { tooLarge } = await sendSnapshotMessages(env.EVENTS, bodies);
+	for (const m of tooLarge) {
+		const i = bodies.indexOf(m);
+		const ref = plan.elsewhere[i]?.ref ?? null;
+		log("error", "state_too_large_to_move", { shard: shard.index, id: m.resource.id });
+		if (ref !== null)
+			plan.failed.push({
+				ref,
+				error: "its resource lives in another shard and its state is too large for a queue message",
+			});
+	}
+	plan.elsewhere = plan.elsewhere.filter((_, i) => !tooLarge.includes(bodies[i] as SnapshotMessage));
 }
 
 /**
@@ -354,10 +401,12 @@ async function recordTransientError(db: D1Database, work: readonly ShardWork[], 
 export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
 	const nowMs = Date.now();
 	const ids: number[] = [];
+	const moved: number[] = [];
 	const snapshots: FailedWork[] = [];
 	for (const m of batch.messages) {
 		const body = m.body as Partial<QueueMessage> | null;
 		if (body?.kind === "delivery" && typeof body.deliveryId === "number") ids.push(body.deliveryId);
+		else if (body?.kind === "snapshot" && typeof body.origin === "number") moved.push(body.origin);
 		else if (body?.kind === "snapshot" && typeof body.runId === "string" && body.resource) {
 			snapshots.push({
 				runId: body.runId,
@@ -367,8 +416,20 @@ export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env:
 			});
 		} else log("error", "dead_lettered_message", { kind: body?.kind ?? null, id: m.id });
 	}
+	// Reconcile work first: it lives in the home shard and needs no DB_SHARDS.
+	await failReconcileWork(env.DB, snapshots, nowMs);
+	let shards: Shards;
+	try {
+		shards = getShards(env);
+	} catch (err) {
+		if (!(err instanceof ConfigError)) throw err;
+		// The rows stay `enqueued` (or `ignored`, noted): the sweep re-sends them once DB_SHARDS is fixed.
+		log("error", "config_error", { variable: err.variable, deadLetters: ids.length + moved.length });
+		batch.ackAll();
+		return;
+	}
 	if (ids.length > 0) {
-		const { groups, unplaced } = groupByShard(getShards(env), ids, (id) => id);
+		const { groups, unplaced } = groupByShard(shards, ids, (id) => id);
 		await Promise.all(
 			[...groups].map(([shard, rows]) =>
 				markDeadLettered(
@@ -381,6 +442,17 @@ export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env:
 		if (unplaced.length > 0) log("error", "pointer_to_unknown_shard", { deliveryIds: unplaced });
 		log("error", "deliveries_dead_lettered", { count: ids.length - unplaced.length });
 	}
-	await failReconcileWork(env.DB, snapshots, nowMs);
+	if (moved.length > 0) {
+		// A state moved to its resource's shard that could not be applied there: its delivery was
+		// settled `ignored` with a note saying it was; now `failed`, visible and replayable.
+		const { groups } = groupByShard(shards, moved, (id) => id);
+		const error = "its state, moved to its resource's shard, dead-lettered there";
+		await Promise.all(
+			[...groups].map(([shard, rows]) =>
+				markFailed(shard.db, JSON.stringify(rows.map((r) => ({ ref: r.id, error }))), nowMs).run(),
+			),
+		);
+		log("error", "moved_states_dead_lettered", { count: moved.length });
+	}
 	batch.ackAll();
 }

@@ -501,7 +501,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 		if (!d) return render(c, "Delivery not found", <p>No delivery with that provider and message id.</p>, 404);
 		const back = deliveryHref(provider, messageId);
 		if (d.raw_body === null) return c.redirect(`${back}?done=not_replayable`, 303);
-		await replayDeliveries(c.env, { provider, messageId }, Date.now(), 1);
+		await replayDeliveries(c.env, { provider, messageId, shard: d.shard }, Date.now(), 1);
 		return c.redirect(`${back}?done=replayed`, 303);
 	});
 

@@ -135,9 +135,14 @@ export async function readDelivery(
 	provider: string,
 	messageId: string,
 	archive?: R2Bucket,
-): Promise<DeliveryDetail | null> {
+): Promise<(DeliveryDetail & { shard: number }) | null> {
 	// The message id does not name its shard: each answers on its unique index (src/db/shards.ts).
-	const d = latest(await fanOut(shards, (s) => deliveryDetail(s.db, provider, messageId)));
+	const d = latest(
+		await fanOut(shards, async (s) => {
+			const r = await deliveryDetail(s.db, provider, messageId);
+			return r && { ...r, shard: s.index };
+		}),
+	);
 	if (d !== null && d.raw_body === null) d.raw_body = await storedBody(archive, d);
 	return d;
 }

@@ -24,6 +24,8 @@ export interface Shard {
 
 export interface Shards {
 	readonly all: readonly Shard[];
+	/** The binding names as listed (DB_SHARDS): what the layout check is cached under. */
+	readonly key: string;
 	/** Shard 0: also holds the tables that are not per resource. */
 	readonly home: Shard;
 }
@@ -32,11 +34,11 @@ export interface Shards {
 export const SHARD_ID_SPAN = 2 ** 40;
 export const MAX_SHARDS = 8_192;
 
-export function shardsFrom(dbs: readonly D1Database[]): Shards {
+export function shardsFrom(dbs: readonly D1Database[], key = `${dbs.length} shards`): Shards {
 	const all = dbs.map((db, index) => ({ index, db }));
 	const home = all[0];
 	if (!home) throw new Error("at least one shard");
-	return { all, home };
+	return { all, home, key };
 }
 
 /** An id that names its shard: the home shard's ids stay as they are. */
@@ -135,12 +137,17 @@ export async function layoutMismatch(shards: Shards, nowMs: number): Promise<Sha
 	const count = shards.all.length;
 	const found = await fanOut(shards, async (shard) => {
 		const layout = JSON.stringify({ shard: shard.index, of: count });
+		// A shard with no layout recorded is recorded, unless it already holds data and the list has
+		// several shards: that data was placed by one database (a deployment from before the check)
+		// or by a list nobody recorded, so nothing says it belongs here.
 		const [, row] = await shard.db.batch<{ detail: string }>([
 			shard.db
 				.prepare(
-					"INSERT INTO heartbeats (name, at, detail) VALUES ('shard_layout', ?1, ?2) ON CONFLICT (name) DO NOTHING",
+					`INSERT INTO heartbeats (name, at, detail) SELECT 'shard_layout', ?1, ?2
+           WHERE ?3 = 1 OR NOT (EXISTS (SELECT 1 FROM resources) OR EXISTS (SELECT 1 FROM deliveries))
+           ON CONFLICT (name) DO NOTHING`,
 				)
-				.bind(nowMs, layout),
+				.bind(nowMs, layout, count),
 			shard.db.prepare("SELECT detail FROM heartbeats WHERE name = 'shard_layout'"),
 		]);
 		return row?.results[0]?.detail === layout ? null : shard;
@@ -148,18 +155,17 @@ export async function layoutMismatch(shards: Shards, nowMs: number): Promise<Sha
 	return found.find((s) => s !== null) ?? null;
 }
 
-/** Shard counts whose layout this isolate has verified: the check costs one round trip per isolate. */
-const verifiedLayouts = new Set<number>();
+/** Shard lists whose layout this isolate has verified: the check costs one round trip per isolate. */
+const verifiedLayouts = new Set<string>();
 
 /**
- * The check as the hot path runs it: once per isolate and shard count. One shard is not checked
- * there (nothing can be misplaced), but its layout is recorded by the sweep, so growing the list
- * later is caught.
+ * The check as the webhook path, the consumer and reconciliation run it: once per isolate and
+ * shard list, one shard included (a list shrunk back to `DB` must be refused too). A mismatch is
+ * never cached, so it is seen again on the next call.
  */
 export async function layoutHolds(shards: Shards, nowMs: number): Promise<boolean> {
-	const count = shards.all.length;
-	if (count === 1 || verifiedLayouts.has(count)) return true;
+	if (verifiedLayouts.has(shards.key)) return true;
 	if ((await layoutMismatch(shards, nowMs)) !== null) return false;
-	verifiedLayouts.add(count);
+	verifiedLayouts.add(shards.key);
 	return true;
 }

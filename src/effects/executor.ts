@@ -38,9 +38,14 @@ export function effectRetryDelayMs(attempts: number): number {
 	return backoff(attempts, 60_000, 60 * 60_000);
 }
 
-function toEffect(row: ClaimedEffectRow): Effect | null {
+/**
+ * The effect as its handler sees it. Its id names its shard (src/db/shards.ts), like the admin API's:
+ * handlers send it as an idempotency key, and two shards' local ids collide.
+ */
+function toEffect(row: ClaimedEffectRow, shard: Shard): Effect | null {
 	if (!Object.hasOwn(handlers, row.kind)) return null;
-	return { id: row.id, kind: row.kind as EffectKind, attempts: row.attempts, payload: JSON.parse(row.payload) };
+	const id = globalId(shard.index, row.id);
+	return { id, kind: row.kind as EffectKind, attempts: row.attempts, payload: JSON.parse(row.payload) };
 }
 
 export interface ExecuteReport {
@@ -62,7 +67,7 @@ export async function executeEffects(
 	const outcomes = await Promise.all(
 		rows.map(async (row) => {
 			try {
-				const effect = toEffect(row);
+				const effect = toEffect(row, shard);
 				if (!effect) throw new Error(`no handler for effect kind ${row.kind}`);
 				const handler = handlers[effect.kind];
 				await handler.run?.(effect, ctx);
@@ -104,8 +109,16 @@ export async function executeEffects(
 	return { done, failed };
 }
 
-/** The sweep's share: take over pending effects whose claim has lapsed, and run them, in every shard. */
-export async function retryPendingEffects(env: Env, config: Config, nowMs: number, limit = 50): Promise<ExecuteReport> {
+/** Lapsed effects the sweep takes over per tick. */
+export const EFFECT_SWEEP_LIMIT = 50;
+
+/** The sweep's share: take over pending effects whose claim has lapsed, and run them: `limit` in each shard. */
+export async function retryPendingEffects(
+	env: Env,
+	config: Config,
+	nowMs: number,
+	limit = EFFECT_SWEEP_LIMIT,
+): Promise<ExecuteReport> {
 	const reports = await fanOut(getShards(env), async (shard) => {
 		const claimed = await claimLapsedEffects(shard.db, nowMs + EFFECT_CLAIM_MS, nowMs, limit);
 		return executeEffects(env, config, shard, claimed, nowMs);

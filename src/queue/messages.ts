@@ -25,6 +25,11 @@ export interface SnapshotMessage {
 	 * dead-letters fails this window, so the run cannot move the watermark past it.
 	 */
 	window?: { wallet: string; idx: number };
+	/**
+	 * The delivery whose state this is, when it was moved from a shard that is not its resource's
+	 * (src/apply/consumer.ts): a snapshot that dead-letters marks that delivery `failed`, replayable.
+	 */
+	origin?: number;
 }
 
 export type QueueMessage = DeliveryMessage | SnapshotMessage;

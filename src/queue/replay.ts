@@ -16,6 +16,8 @@ export interface ReplayFilter {
 	status?: string;
 	/** Epoch ms: only deliveries received at or after it. */
 	since?: number;
+	/** Only this shard (src/db/shards.ts): the row an operator is looking at, by its message id. */
+	shard?: number;
 }
 
 /** Upper bound per call: a bulk replay is paged by its caller, not run unbounded. */
@@ -29,7 +31,8 @@ export async function replayDeliveries(
 ): Promise<number> {
 	let replayed = 0;
 	// Shard by shard: `limit` bounds the whole call.
-	for (const shard of getShards(env).all) {
+	const all = getShards(env).all;
+	for (const shard of filter.shard === undefined ? all : all.filter((s) => s.index === filter.shard)) {
 		replayed += await replayInShard(env, shard, filter, nowMs, limit - replayed);
 		if (replayed >= limit) break;
 	}

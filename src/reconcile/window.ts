@@ -18,11 +18,12 @@ import {
 	type WindowStatus,
 } from "../db/reconcile";
 import { orderVersions } from "../db/resources";
-import { type Shard, type Shards, shardOfResource } from "../db/shards";
+import { layoutHolds, type Shard, type Shards, shardOfResource } from "../db/shards";
 import { type Env, getShards, parseReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { blooBankOrderSnapshot } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/types";
+import { MAX_SNAPSHOT_MESSAGE_BYTES, messageBytes, sendSnapshotMessages } from "../queue/enqueue";
 import type { ReconcileJob, SnapshotMessage } from "../queue/messages";
 import { backoff, iso } from "../time";
 import { BlooBankClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS } from "./client";
@@ -40,21 +41,7 @@ export function pagesPerInvocation(shards: number): number {
 }
 export const MAX_RESTARTS = 3;
 export const MAX_RETRIES = 5;
-/** Queue sendBatch caps a call at 256 KB; stay well under it. */
-const SEND_BATCH_BYTES = 200_000;
-/** Queues cap a message at 128 KB (128,000 bytes); the rest is room for the serialization's own framing. */
-export const MAX_SNAPSHOT_MESSAGE_BYTES = 120_000;
-
-/**
- * An upper bound of a message's size on the queue. Messages are V8-serialized: a string holding any
- * character above U+00FF is stored with two bytes per character, so one such character in a large
- * ASCII `metadata` doubles it. The larger of that and the UTF-8 size is never below the real size.
- */
-export function messageBytes(message: SnapshotMessage): number {
-	const json = JSON.stringify(message);
-	const utf8 = new TextEncoder().encode(json).byteLength;
-	return /[\u0100-\uffff]/.test(json) ? Math.max(utf8, 2 * json.length) : utf8;
-}
+export { MAX_SNAPSHOT_MESSAGE_BYTES, messageBytes };
 
 interface Progress {
 	pages: number;
@@ -78,29 +65,12 @@ async function sendSnapshots(
 	job: ReconcileJob,
 	snapshots: ResourceSnapshot[],
 ): Promise<{ sent: number; tooLarge: { id: string; bytes: number }[] }> {
-	let batch: { body: SnapshotMessage }[] = [];
-	let bytes = 0;
-	let sent = 0;
-	const tooLarge: { id: string; bytes: number }[] = [];
 	const window = { wallet: job.wallet, idx: job.idx };
-	for (const resource of snapshots) {
-		const body: SnapshotMessage = { kind: "snapshot", provider: "bloobank", resource, runId: job.runId, window };
-		const size = messageBytes(body);
-		if (size > MAX_SNAPSHOT_MESSAGE_BYTES) {
-			tooLarge.push({ id: resource.id, bytes: size });
-			continue;
-		}
-		if (batch.length > 0 && (bytes + size > SEND_BATCH_BYTES || batch.length === 100)) {
-			await env.EVENTS.sendBatch(batch);
-			sent += batch.length;
-			batch = [];
-			bytes = 0;
-		}
-		batch.push({ body });
-		bytes += size;
-	}
-	if (batch.length > 0) await env.EVENTS.sendBatch(batch);
-	return { sent: sent + batch.length, tooLarge };
+	const bodies = snapshots.map(
+		(resource): SnapshotMessage => ({ kind: "snapshot", provider: "bloobank", resource, runId: job.runId, window }),
+	);
+	const { sent, tooLarge } = await sendSnapshotMessages(env.EVENTS, bodies);
+	return { sent, tooLarge: tooLarge.map((m) => ({ id: m.resource.id, bytes: messageBytes(m) })) };
 }
 
 /**
@@ -148,13 +118,17 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 		notes: [],
 	};
 	const parsed = parseReconcileConfig(env);
+	const shards = getShards(env);
 	if (!parsed.ok) {
 		p.failed = `configuration: ${parsed.error}`;
+	} else if (!(await layoutHolds(shards, deps.now()))) {
+		// Versions looked up under a changed list are not found: every order would look missing.
+		p.failed = "configuration: DB_SHARDS does not match the layout its shards recorded";
 	} else {
 		const { filterField } = parsed.config;
 		const client = new BlooBankClient(parsed.config, deps);
 		const filter = `${filterField}>=${iso(w.from_ms)} AND ${filterField}<${iso(w.to_ms)}`;
-		const pages = pagesPerInvocation(getShards(env).all.length);
+		const pages = pagesPerInvocation(shards.all.length);
 		for (let i = 0; i < pages && !p.done && !p.failed && p.delaySeconds === 0; i++) {
 			const res = await client.listPaymentOrders(job.wallet, {
 				filter,
@@ -214,7 +188,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 				p.notes.push(`dropped ${foreign.length} item(s) of another wallet (${foreign.slice(0, 3).join(", ")})`);
 			}
 			p.seen += res.value.items.length;
-			const repair = await drifted(getShards(env), job.wallet, snapshots);
+			const repair = await drifted(shards, job.wallet, snapshots);
 			const { sent, tooLarge } = await sendSnapshots(env, job, repair);
 			// Skipped, not held: it can never fit, so holding the window would stall every later run on it.
 			for (const t of tooLarge.slice(0, 3)) {

@@ -11,14 +11,14 @@
 
 import { releaseSendTokens, takeStuckDeliveries } from "../db/deliveries";
 import { beat } from "../db/heartbeats";
-import { fanOut, layoutMismatch, type Shard } from "../db/shards";
-import { retryPendingEffects } from "../effects/executor";
+import { fanOut, layoutMismatch, type Shard, type Shards } from "../db/shards";
+import { EFFECT_SWEEP_LIMIT, retryPendingEffects } from "../effects/executor";
 import { type Config, configProblem, type Env, getShards } from "../env";
 import { SEND_LEASE_MS } from "../ingress/inbox";
 import { errorMessage, log } from "../log";
 import { sendPointers } from "../queue/enqueue";
 import { type AlertTransition, readSignals, runAlerts } from "./alerts";
-import { type ArchiveReport, archiveSettledBodies } from "./archive";
+import { ARCHIVE_CHUNK, type ArchiveReport, archiveSettledBodies } from "./archive";
 import { pruneExpired, type RetentionReport } from "./retention";
 
 export const SWEEP_BATCH = 100;
@@ -79,41 +79,18 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 		alerts: [],
 		databaseBytes: null,
 	};
-	// Each step is independent: one failing must not stop the others.
-	try {
-		report.resent = await resendStuckDeliveries(env, config, nowMs);
-	} catch (err) {
-		log("error", "sweep_resend_failed", { error: errorMessage(err) });
-	}
-	try {
-		const effects = await retryPendingEffects(env, config, nowMs);
-		report.effectsDone = effects.done;
-		report.effectsFailed = effects.failed;
-	} catch (err) {
-		log("error", "sweep_effects_failed", { error: errorMessage(err) });
-	}
+	// A reordered or grown DB_SHARDS (src/db/shards.ts) moves nothing: re-sent pointers and retried
+	// effects would follow a list that no longer matches where the data is. Only the alerts run.
 	const shards = getShards(env);
-	const archive = env.ARCHIVE;
-	if (archive) {
-		try {
-			const reports = await fanOut(shards, (shard) => archiveSettledBodies(shard.db, archive, nowMs));
-			report.archive = {
-				archived: reports.reduce((n, r) => n + r.archived, 0),
-				failed: reports.reduce((n, r) => n + r.failed, 0),
-			};
-		} catch (err) {
-			log("error", "sweep_archive_failed", { error: errorMessage(err) });
-		}
-	}
+	let misplaced = false;
 	try {
-		report.retention = await pruneExpired(shards, config, nowMs, env.ARCHIVE !== undefined);
-	} catch (err) {
-		log("error", "sweep_retention_failed", { error: errorMessage(err) });
-	}
-	try {
-		// A reordered or grown DB_SHARDS (src/db/shards.ts) alerts as the configuration error it is.
-		const misplaced = (await layoutMismatch(shards, nowMs)) !== null;
+		misplaced = (await layoutMismatch(shards, nowMs)) !== null;
 		if (misplaced) log("error", "shard_layout_changed", { shards: shards.all.length });
+	} catch (err) {
+		log("error", "sweep_layout_check_failed", { error: errorMessage(err) });
+	}
+	if (!misplaced) await sweepShards(env, config, shards, nowMs, report);
+	try {
 		const problem = misplaced ? "DB_SHARDS" : (configProblem(env)?.variable ?? null);
 		const signals = await readSignals(shards, nowMs, problem);
 		report.databaseBytes = signals.databaseBytes;
@@ -136,4 +113,44 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 		log("error", "sweep_heartbeat_failed", { error: errorMessage(err) });
 	}
 	return report;
+}
+
+/**
+ * The steps that move things, each in every shard. Each step is independent: one failing must not
+ * stop the others. Per-tick limits are shared out over the shards, so a tick does as much work
+ * with S shards as with one (docs/design.md invariant 8).
+ */
+async function sweepShards(env: Env, config: Config, shards: Shards, nowMs: number, report: SweepReport) {
+	const share = (limit: number) => Math.max(1, Math.ceil(limit / shards.all.length));
+	try {
+		report.resent = await resendStuckDeliveries(env, config, nowMs, share(SWEEP_BATCH));
+	} catch (err) {
+		log("error", "sweep_resend_failed", { error: errorMessage(err) });
+	}
+	try {
+		const effects = await retryPendingEffects(env, config, nowMs, share(EFFECT_SWEEP_LIMIT));
+		report.effectsDone = effects.done;
+		report.effectsFailed = effects.failed;
+	} catch (err) {
+		log("error", "sweep_effects_failed", { error: errorMessage(err) });
+	}
+	const archive = env.ARCHIVE;
+	if (archive) {
+		try {
+			const reports = await fanOut(shards, (shard) =>
+				archiveSettledBodies(shard.db, archive, nowMs, share(ARCHIVE_CHUNK)),
+			);
+			report.archive = {
+				archived: reports.reduce((n, r) => n + r.archived, 0),
+				failed: reports.reduce((n, r) => n + r.failed, 0),
+			};
+		} catch (err) {
+			log("error", "sweep_archive_failed", { error: errorMessage(err) });
+		}
+	}
+	try {
+		report.retention = await pruneExpired(shards, config, nowMs, env.ARCHIVE !== undefined);
+	} catch (err) {
+		log("error", "sweep_retention_failed", { error: errorMessage(err) });
+	}
 }

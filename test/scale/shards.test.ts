@@ -66,10 +66,21 @@ describe("placement", () => {
 
 describe("the layout check", () => {
 	it("a shard used with one count refuses another: growing or reordering the list is caught", async () => {
+		await env.DB.prepare("DELETE FROM heartbeats").run();
 		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 		// The same database now claimed as shard 0 of two: its record says "0 of 1".
 		expect((await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now()))?.index).toBe(0);
+	});
+
+	it("data no layout was recorded for (a deployment from before the check) is refused under several shards, kept under one", async () => {
+		await env.DB.prepare("DELETE FROM heartbeats").run();
+		await env.DB.prepare(
+			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
+       VALUES ('bloobank', 'old-1', 'e', 'processed', '{}', 2, 1, 1)`,
+		).run();
+		expect((await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now()))?.index).toBe(0);
+		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 	});
 
 	it.runIf(sharded)("webhooks answer 503 and /healthz names DB_SHARDS when the list shrank after use", async () => {
@@ -83,6 +94,15 @@ describe("the layout check", () => {
 			/answered 503/,
 		);
 		expect(fewer.events.sent).toHaveLength(0);
+		// Shrunk back to one database: refused too, on the webhook path and in the consumer.
+		const one = harness({ DB_SHARDS: "DB" });
+		await expect(ingest(one, "after-shrink-2", { id: "ord_y", ordVersion: 1, status: "PENDING" })).rejects.toThrow(
+			/answered 503/,
+		);
+		const pointer = await ingest(h, "before-shrink", { id: "ord_z", ordVersion: 1, status: "PENDING" });
+		const held = await consume(one, [pointer]);
+		expect(held.explicitAcks).toHaveLength(0);
+		expect(held.retryMessages).toHaveLength(1);
 	});
 });
 

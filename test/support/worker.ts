@@ -1,6 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { CountingD1, FaultyR2, RecordingQueue } from "../../fixtures/bindings";
+import { layoutMismatch } from "../../src/db/shards";
 import { type Env, getShards } from "../../src/env";
 import worker from "../../src/index";
 import type { QueueMessage, ReconcileJob } from "../../src/queue/messages";
@@ -65,6 +66,8 @@ export async function resetDb(): Promise<void> {
 			.all<{ name: string }>();
 		await db.batch(results.map((t) => db.prepare(`DELETE FROM "${t.name}"`)));
 	}
+	// A deployment's shards have their layout recorded from their first use (src/db/shards.ts).
+	await layoutMismatch(getShards(env), Date.now());
 }
 
 /**
