@@ -2,12 +2,15 @@
  * "Check with BlooBank": one order fetched fresh (signed, bounded) and fed through the one writer,
  * by hand (admin API) and by the consumer for events older than BLOOBANK_REFRESH_AFTER_SECONDS.
  */
+import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
+import { globalId, shardOfResource } from "../../src/db/shards";
+import { getShards } from "../../src/env";
 import type { DeliveryMessage, QueueMessage } from "../../src/queue/messages";
 import { consume, ingest } from "../support/apply";
 import { orderEvent, signedRequest } from "../support/bloobank";
-import { call, type Harness, harness, resetDb, rows } from "../support/worker";
+import { call, type Harness, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
 const ADMIN = "refresh-test-admin-token-0123456789abcdef";
 const API = {
@@ -128,4 +131,50 @@ describe("the consumer checks old BlooBank events against the API", () => {
 			{ message_id: "old-3", status: "processed" },
 		]);
 	});
+
+	it.runIf(getShards(env).all.length > 1)(
+		"a row stored away from its order's shard: neither its payload nor the order fetched fresh is applied there",
+		async () => {
+			const h = harness(API);
+			const shards = getShards(env);
+			fake.seed(1, () => ({ id: "ord_mv", ordVersion: 4, status: "SUCCESS", amount: 300 }));
+			await deliver(h, oldEvent("mv-1", { id: "ord_mv", ordVersion: 2, status: "PENDING", amount: 300 }, 7_200_000));
+			// Move the stored row to another shard, as a row placed by its message id would be.
+			const home = shardOfResource(shards, { provider: "bloobank", type: "payment_order", wallet: "w1", id: "ord_mv" });
+			const away = shards.all.find((s) => s !== home) ?? home;
+			const columns = "provider, message_id, event, status, raw_body, body_bytes, headers, received_at, status_at";
+			const [row] = await home.db
+				.prepare(`SELECT ${columns} FROM deliveries WHERE message_id = 'mv-1'`)
+				.all<Record<string, unknown>>()
+				.then((r) => r.results);
+			await home.db.prepare("DELETE FROM deliveries WHERE message_id = 'mv-1'").run();
+			const moved = await away.db
+				.prepare(`INSERT INTO deliveries (${columns}) VALUES (?1, ?2, ?3, 'enqueued', ?4, ?5, ?6, ?7, ?8) RETURNING id`)
+				.bind(
+					...columns
+						.split(", ")
+						.filter((c) => c !== "status")
+						.map((c) => row?.[c] ?? null),
+				)
+				.first<{ id: number }>();
+			const pointer: QueueMessage = {
+				kind: "delivery",
+				deliveryId: globalId(away.index, moved?.id ?? 0),
+				provider: "bloobank",
+				messageId: "mv-1",
+			};
+			await consume(h, [pointer]);
+			expect(fake.requests).toHaveLength(1);
+			// Nothing applied where the row is; both states sent to the order's shard.
+			const resources = await rowsPerShard("SELECT id FROM resources");
+			expect(resources[away.index]).toEqual([]);
+			const snapshots = h.events.sent.filter((m) => m.kind === "snapshot");
+			expect(snapshots.map((m) => m.kind === "snapshot" && m.resource.version)).toEqual([2, 4]);
+			await consume(h, snapshots);
+			expect((await rowsPerShard("SELECT id, version, status FROM resources"))[home.index]).toEqual([
+				{ id: "ord_mv", version: 4, status: "SUCCESS" },
+			]);
+			expect(await rows("SELECT sum(count) AS count FROM settled_totals")).toEqual([{ count: 1 }]);
+		},
+	);
 });

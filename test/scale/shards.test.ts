@@ -15,9 +15,10 @@ import {
 	shardsFrom,
 } from "../../src/db/shards";
 import { getShards, parseShards } from "../../src/env";
+import type { QueueMessage } from "../../src/queue/messages";
 import { consume, ingest } from "../support/apply";
 import { boldSender, senderRequest } from "../support/senders";
-import { call, harness, resetDb, rowsPerShard } from "../support/worker";
+import { call, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
 const sharded = getShards(env).all.length > 1;
 
@@ -99,7 +100,14 @@ describe("the layout check", () => {
 		await expect(ingest(one, "after-shrink-2", { id: "ord_y", ordVersion: 1, status: "PENDING" })).rejects.toThrow(
 			/answered 503/,
 		);
-		const pointer = await ingest(h, "before-shrink", { id: "ord_z", ordVersion: 1, status: "PENDING" });
+		// An order of the home shard, so only the layout check can hold its pointer back.
+		const homeOrder =
+			Array.from({ length: 64 }, (_, i) => `ord_z${i}`).find(
+				(id) =>
+					shardOfResource(getShards(env), { provider: "bloobank", type: "payment_order", wallet: "w1", id }).index ===
+					0,
+			) ?? "";
+		const pointer = await ingest(h, "before-shrink", { id: homeOrder, ordVersion: 1, status: "PENDING" });
 		const held = await consume(one, [pointer]);
 		expect(held.explicitAcks).toHaveLength(0);
 		expect(held.retryMessages).toHaveLength(1);
@@ -192,5 +200,27 @@ describe.runIf(sharded)("a delivery stored without a resource, replayed once it 
 		const resources = await rowsPerShard<{ id: string; status: string }>("SELECT id, status FROM resources");
 		expect(resources.map((list) => list.length)).toEqual(shards.all.map((s) => (s === resourceShard ? 1 : 0)));
 		expect(resources[resourceShard.index]).toEqual([{ id: "ch_rh", status: "PAID" }]);
+	});
+});
+
+describe("a moved state that dead-letters", () => {
+	it("marks the delivery it came from failed, visible and replayable, instead of leaving it noted as applied", async () => {
+		const h = harness();
+		const [row] = await rows<{ id: number }>(
+			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at, note)
+       VALUES ('bloobank', 'moved-1', 'e', 'ignored', '{}', 2, 1, 1, 'resource in shard 1: applied there as a snapshot')
+       RETURNING id`,
+		);
+		const snapshot: QueueMessage = {
+			kind: "snapshot",
+			provider: "bloobank",
+			runId: null,
+			origin: globalId(0, row?.id ?? 0),
+			resource: { type: "payment_order", id: "ord_m", wallet: "w1", version: 1, status: "PENDING", data: {} },
+		};
+		await consume(h, [snapshot], "webhook-events-dlq");
+		expect(await rows("SELECT status, last_error FROM deliveries WHERE message_id = 'moved-1'")).toEqual([
+			{ status: "failed", last_error: "its state, moved to its resource's shard, dead-lettered there" },
+		]);
 	});
 });
