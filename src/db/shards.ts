@@ -13,7 +13,7 @@
  *
  * The placement is by position in DB_SHARDS: reordering the list, or adding a shard once data
  * exists, would put a resource's next delivery where its history is not (and fire its effects
- * again). The layout check (layoutStatements) refuses that instead.
+ * again). The layout check (layoutMismatch, layoutHolds) refuses that instead.
  */
 
 export interface Shard {
