@@ -200,8 +200,14 @@ export async function consumeEvents(batch: MessageBatch<QueueMessage>, env: Env)
 		return;
 	}
 	if (!holds) {
+		// Our configuration's fault, so nothing may end `failed`: pointers are acked and their rows stay
+		// `enqueued` for the sweep, which re-sends them once the list is put back; snapshots, which
+		// have no row, wait in the queue with the longest delay (as for any configuration error).
 		log("error", "shard_layout_changed", { messages: work.length });
-		for (const m of work) m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+		for (const m of work) {
+			if (m.body.kind === "delivery") m.ack();
+			else m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+		}
 		return;
 	}
 	// A pointer names its row's shard in its id; a snapshot goes to its resource's shard.
@@ -398,6 +404,9 @@ async function recordTransientError(db: D1Database, work: readonly ShardWork[], 
  * and replayable. A dead-lettered reconcile snapshot fails its window and run, so the watermark
  * stays before it and the next reconciliation lists the order again (src/reconcile/dead-letters.ts).
  */
+/** The dead-letter queue's max_retries (wrangler.toml): past it a retried message is gone. */
+const MOVED_STATE_LAST_ATTEMPT = 10;
+
 export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
 	const nowMs = Date.now();
 	const ids: number[] = [];
@@ -418,14 +427,25 @@ export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env:
 	}
 	// Reconcile work first: it lives in the home shard and needs no DB_SHARDS.
 	await failReconcileWork(env.DB, snapshots, nowMs);
-	let shards: Shards;
+	// Without a shard list that parses and matches its recorded layout, no row can be found safely:
+	// pointers are acked (their rows stay `enqueued`, re-sent by the sweep once the list is fixed);
+	// moved states are retried, since their rows are `ignored` and nothing else would re-send them.
+	let shards: Shards | null = null;
 	try {
 		shards = getShards(env);
+		if (!(await layoutHolds(shards, nowMs))) shards = null;
 	} catch (err) {
 		if (!(err instanceof ConfigError)) throw err;
-		// The rows stay `enqueued` (or `ignored`, noted): the sweep re-sends them once DB_SHARDS is fixed.
-		log("error", "config_error", { variable: err.variable, deadLetters: ids.length + moved.length });
-		batch.ackAll();
+	}
+	if (shards === null) {
+		log("error", "dead_letters_held", { pointers: ids.length, movedStates: moved.length });
+		for (const m of batch.messages) {
+			const body = m.body as Partial<QueueMessage> | null;
+			if (body?.kind === "snapshot" && typeof body.origin === "number") {
+				if (m.attempts >= MOVED_STATE_LAST_ATTEMPT) log("error", "moved_state_dropped", { origin: body.origin });
+				m.retry({ delaySeconds: CONFIG_ERROR_RETRY_SECONDS });
+			} else m.ack();
+		}
 		return;
 	}
 	if (ids.length > 0) {

@@ -139,13 +139,15 @@ export async function layoutMismatch(shards: Shards, nowMs: number): Promise<Sha
 		const layout = JSON.stringify({ shard: shard.index, of: count });
 		// A shard with no layout recorded is recorded, unless it already holds data and the list has
 		// several shards: that data was placed by one database (a deployment from before the check)
-		// or by a list nobody recorded, so nothing says it belongs here.
+		// or by a list nobody recorded, so nothing says it belongs here. A shard that holds no data
+		// takes the current layout whatever it recorded: nothing in it can be misplaced.
 		const [, row] = await shard.db.batch<{ detail: string }>([
 			shard.db
 				.prepare(
 					`INSERT INTO heartbeats (name, at, detail) SELECT 'shard_layout', ?1, ?2
            WHERE ?3 = 1 OR NOT (EXISTS (SELECT 1 FROM resources) OR EXISTS (SELECT 1 FROM deliveries))
-           ON CONFLICT (name) DO NOTHING`,
+           ON CONFLICT (name) DO UPDATE SET at = excluded.at, detail = excluded.detail
+           WHERE NOT EXISTS (SELECT 1 FROM resources) AND NOT EXISTS (SELECT 1 FROM deliveries)`,
 				)
 				.bind(nowMs, layout, count),
 			shard.db.prepare("SELECT detail FROM heartbeats WHERE name = 'shard_layout'"),

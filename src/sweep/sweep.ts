@@ -83,13 +83,15 @@ export async function sweep(env: Env, config: Config, nowMs: number): Promise<Sw
 	// effects would follow a list that no longer matches where the data is. Only the alerts run.
 	const shards = getShards(env);
 	let misplaced = false;
+	let checked = false;
 	try {
 		misplaced = (await layoutMismatch(shards, nowMs)) !== null;
+		checked = true;
 		if (misplaced) log("error", "shard_layout_changed", { shards: shards.all.length });
 	} catch (err) {
 		log("error", "sweep_layout_check_failed", { error: errorMessage(err) });
 	}
-	if (!misplaced) await sweepShards(env, config, shards, nowMs, report);
+	if (checked && !misplaced) await sweepShards(env, config, shards, nowMs, report);
 	try {
 		const problem = misplaced ? "DB_SHARDS" : (configProblem(env)?.variable ?? null);
 		const signals = await readSignals(shards, nowMs, problem);

@@ -18,7 +18,7 @@ import { getShards, parseShards } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
 import { consume, ingest } from "../support/apply";
 import { boldSender, senderRequest } from "../support/senders";
-import { call, harness, resetDb, rows, rowsPerShard } from "../support/worker";
+import { call, countRows, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
 const sharded = getShards(env).all.length > 1;
 
@@ -66,12 +66,20 @@ describe("placement", () => {
 });
 
 describe("the layout check", () => {
-	it("a shard used with one count refuses another: growing or reordering the list is caught", async () => {
+	it("a shard holding data refuses another layout than the one it recorded; an empty one takes the new one", async () => {
 		await env.DB.prepare("DELETE FROM heartbeats").run();
 		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
-		// The same database now claimed as shard 0 of two: its record says "0 of 1".
+		// Nothing stored yet: the list may still change (a deployment set up, then given shards).
+		expect(await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now())).toBeNull();
+		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
+		// Once it holds data, the same database claimed as shard 0 of two: its record says "0 of 1".
+		await env.DB.prepare(
+			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
+       VALUES ('bloobank', 'used-1', 'e', 'processed', '{}', 2, 1, 1)`,
+		).run();
 		expect((await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now()))?.index).toBe(0);
+		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 	});
 
 	it("data no layout was recorded for (a deployment from before the check) is refused under several shards, kept under one", async () => {
@@ -87,6 +95,11 @@ describe("the layout check", () => {
 	it.runIf(sharded)("webhooks answer 503 and /healthz names DB_SHARDS when the list shrank after use", async () => {
 		const h = harness();
 		expect((await call(h, new Request("https://receiver.test/healthz"))).status).toBe(200);
+		// Every shard in use (an empty shard would simply take the new layout).
+		await rowsPerShard(
+			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
+       VALUES ('bloobank', 'used-1', 'e', 'processed', '{}', 2, 1, 1)`,
+		);
 		const fewer = harness({ DB_SHARDS: "DB,DB_1" });
 		const health = await call(fewer, new Request("https://receiver.test/healthz"));
 		expect(health.status).toBe(503);
@@ -109,8 +122,17 @@ describe("the layout check", () => {
 			) ?? "";
 		const pointer = await ingest(h, "before-shrink", { id: homeOrder, ordVersion: 1, status: "PENDING" });
 		const held = await consume(one, [pointer]);
-		expect(held.explicitAcks).toHaveLength(0);
-		expect(held.retryMessages).toHaveLength(1);
+		// Acked without applying: the row stays `enqueued` for the sweep to re-send once the list is back.
+		expect(held.explicitAcks).toHaveLength(1);
+		expect(await rows("SELECT status FROM deliveries WHERE message_id = 'before-shrink'")).toEqual([
+			{ status: "enqueued" },
+		]);
+		expect(await countRows("resources")).toBe(0);
+		// Its dead letter, should one come, marks nothing either.
+		await consume(one, [pointer], "webhook-events-dlq");
+		expect(await rows("SELECT status FROM deliveries WHERE message_id = 'before-shrink'")).toEqual([
+			{ status: "enqueued" },
+		]);
 	});
 });
 
