@@ -5,7 +5,7 @@ import { type DeliveryListRow, type DeliveryStatus, deliveryPage, deliveryRow } 
 import { type EffectStatus, effectPage } from "../db/effects";
 import { rejectionPage } from "../db/rejections";
 import { findResources, type ResourceItemRow } from "../db/resources";
-import { fanOut, globalId, type Shards, shardOfResource } from "../db/shards";
+import { fanOut, globalId, newestInShards, type Shards, shardOfResource } from "../db/shards";
 import { iso } from "../time";
 import { type Page, page, shardedPage } from "./pagination";
 
@@ -46,26 +46,9 @@ export function listDeliveries(
 	);
 }
 
-/**
- * A message id does not say its shard (the resource does, and the body is what is looked up), so
- * every shard is asked; the unique index (provider, message_id) answers each in one lookup.
- */
-export async function findDeliveryRow(shards: Shards, provider: string, messageId: string) {
-	const found = await fanOut(shards, async (s) => {
-		const r = await deliveryRow(s.db, provider, messageId);
-		return r && { ...r, shard: s.index };
-	});
-	return latest(found);
-}
-
-/**
- * One message id can be in two shards: an `ignored` row placed by its message id, and the re-send
- * that a fixed parser placed with its resource (src/db/shards.ts). The newer one is the delivery.
- */
-export function latest<R extends { received_at: number }>(rows: readonly (R | null)[]): R | null {
-	let best: R | null = null;
-	for (const r of rows) if (r !== null && (best === null || r.received_at > best.received_at)) best = r;
-	return best;
+/** The delivery of a message id, from whichever shard holds it (src/db/shards.ts newestInShards). */
+export function findDeliveryRow(shards: Shards, provider: string, messageId: string) {
+	return newestInShards(shards, (db) => deliveryRow(db, provider, messageId));
 }
 
 export async function getDelivery(shards: Shards, archive: R2Bucket | undefined, provider: string, messageId: string) {

@@ -3,7 +3,6 @@
  * statement on an index, and each page sends them in a bounded number of D1 round trips.
  */
 
-import { latest } from "../admin/views";
 import { type AlertStateRow, listAlertStates } from "../db/alerts";
 import { storedBody } from "../db/archive";
 import {
@@ -19,7 +18,7 @@ import {
 } from "../db/deliveries";
 import { type WindowListRow, windowsOfRuns } from "../db/reconcile";
 import { latestRejections, type RejectionRow, rejectionsPerHourSince } from "../db/rejections";
-import { fanOut, type Shards, shardOfResource } from "../db/shards";
+import { fanOut, newestInShards, type Shards, shardOfResource } from "../db/shards";
 import { PROVIDER_NAMES } from "../providers";
 
 export const DAY_MS = 24 * 60 * 60_000;
@@ -136,13 +135,8 @@ export async function readDelivery(
 	messageId: string,
 	archive?: R2Bucket,
 ): Promise<(DeliveryDetail & { shard: number }) | null> {
-	// The message id does not name its shard: each answers on its unique index (src/db/shards.ts).
-	const d = latest(
-		await fanOut(shards, async (s) => {
-			const r = await deliveryDetail(s.db, provider, messageId);
-			return r && { ...r, shard: s.index };
-		}),
-	);
+	// Each shard answers on its unique index (src/db/shards.ts newestInShards).
+	const d = await newestInShards(shards, (db) => deliveryDetail(db, provider, messageId));
 	if (d !== null && d.raw_body === null) d.raw_body = await storedBody(archive, d);
 	return d;
 }

@@ -120,6 +120,24 @@ export function shardOfDelivery(
 	return shards.all[fnv1a(`${provider}\u0000${messageId}`) % shards.all.length] ?? shards.home;
 }
 
+/**
+ * A row looked up by message id, which does not name its shard: every shard is asked, and when
+ * two hold one (an `ignored` row placed by its message id, and the re-send a fixed parser placed
+ * with its resource) the newer is the delivery. Returned with its shard's index.
+ */
+export async function newestInShards<R extends { received_at: number }>(
+	shards: Shards,
+	read: (db: D1Database) => Promise<R | null>,
+): Promise<(R & { shard: number }) | null> {
+	let newest: (R & { shard: number }) | null = null;
+	const found = await fanOut(shards, async (s) => {
+		const r = await read(s.db);
+		return r && { ...r, shard: s.index };
+	});
+	for (const r of found) if (r !== null && (newest === null || r.received_at > newest.received_at)) newest = r;
+	return newest;
+}
+
 /** Runs `read` on every shard at once; the results in shard order. */
 export function fanOut<T>(shards: Shards, read: (shard: Shard) => Promise<T>): Promise<T[]> {
 	return Promise.all(shards.all.map(read));
