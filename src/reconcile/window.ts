@@ -23,7 +23,7 @@ import { type Env, getShards, parseReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
 import { blooBankOrderSnapshot } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/types";
-import { MAX_SNAPSHOT_MESSAGE_BYTES, messageBytes, sendSnapshotMessages } from "../queue/enqueue";
+import { messageBytes, sendSnapshotMessages } from "../queue/enqueue";
 import type { ReconcileJob, SnapshotMessage } from "../queue/messages";
 import { backoff, iso } from "../time";
 import { BlooBankClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS } from "./client";
@@ -41,8 +41,6 @@ export function pagesPerInvocation(shards: number): number {
 }
 export const MAX_RESTARTS = 3;
 export const MAX_RETRIES = 5;
-export { MAX_SNAPSHOT_MESSAGE_BYTES, messageBytes };
-
 interface Progress {
 	pages: number;
 	seen: number;

@@ -12,6 +12,7 @@ import { DAILY_RECONCILE_CRON } from "../../src/cron";
 import { getShards, parseReconcileConfig } from "../../src/env";
 import worker from "../../src/index";
 import { blooBankOrderSnapshot } from "../../src/providers/bloobank";
+import { MAX_SNAPSHOT_MESSAGE_BYTES, messageBytes } from "../../src/queue/enqueue";
 import type { QueueMessage, ReconcileJob, SnapshotMessage } from "../../src/queue/messages";
 import { QUEUE_NAMES } from "../../src/queue/messages";
 import {
@@ -24,13 +25,7 @@ import {
 	PAGE_SIZE,
 	REQUEST_TIMEOUT_MS,
 } from "../../src/reconcile/client";
-import {
-	MAX_PAGES_PER_INVOCATION,
-	MAX_RETRIES,
-	MAX_SNAPSHOT_MESSAGE_BYTES,
-	messageBytes,
-	pagesPerInvocation,
-} from "../../src/reconcile/window";
+import { MAX_PAGES_PER_INVOCATION, MAX_RETRIES, pagesPerInvocation } from "../../src/reconcile/window";
 import { consume, ingest } from "../support/apply";
 import { type Harness, harness, resetDb, rows } from "../support/worker";
 
