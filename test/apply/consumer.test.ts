@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
-import { SHARD_ID_SPAN, shardOfResource } from "../../src/db/shards";
 import { executeEffects, retryPendingEffects } from "../../src/effects/executor";
 import { getConfig, getShards } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
 import { QUEUE_NAMES } from "../../src/queue/messages";
 import { replayDeliveries } from "../../src/queue/replay";
 import { consume, harness, ingest } from "../support/apply";
+import { orderShard, pointerShard } from "../support/bloobank";
 import { countRows, resetDb, rows } from "../support/worker";
 
 beforeEach(resetDb);
@@ -215,12 +215,7 @@ describe("first-observation effects", () => {
 		expect(claimed).toHaveLength(1);
 		const config = getConfig(h.env);
 		// The effect lives in its order's shard (src/db/shards.ts).
-		const shard = shardOfResource(getShards(h.env), {
-			provider: "bloobank",
-			type: "payment_order",
-			wallet: "w1",
-			id: "ord-race",
-		});
+		const shard = orderShard("ord-race", getShards(h.env));
 		const results = await Promise.all([
 			executeEffects(h.env, config, shard, claimed, Date.now()),
 			executeEffects(h.env, config, shard, claimed, Date.now()),
@@ -334,7 +329,7 @@ describe("bounded work", () => {
 		const result = await consume(h, msgs);
 		expect(result.explicitAcks).toHaveLength(size);
 		// Three per shard the batch touches, the shards in parallel (src/db/shards.ts).
-		const touched = new Set(msgs.map((m) => (m.kind === "delivery" ? Math.floor(m.deliveryId / SHARD_ID_SPAN) : 0)));
+		const touched = new Set(msgs.map((m) => (m.kind === "delivery" ? pointerShard(m.deliveryId) : 0)));
 		expect(h.db.roundTrips - before).toBeLessThanOrEqual(3 * touched.size);
 		expect(await rows("SELECT count(*) AS n FROM deliveries WHERE status IN ('processed', 'stale')")).toEqual([
 			{ n: size },

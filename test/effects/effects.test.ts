@@ -1,11 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { globalId, shardOfResource } from "../../src/db/shards";
+import { globalId } from "../../src/db/shards";
 import { executeEffects, retryPendingEffects } from "../../src/effects/executor";
 import { handlers } from "../../src/effects/handlers";
 import { getConfig, getShards } from "../../src/env";
 import { runAlerts } from "../../src/sweep/alerts";
 import { ALERT_URL, type AlertTarget, fakeAlertTarget } from "../support/alert-target";
 import { consume, ingest } from "../support/apply";
+import { orderShard } from "../support/bloobank";
 import { call, type Harness, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
 beforeEach(resetDb);
@@ -212,12 +213,7 @@ describe("the effects_done_once guard (migrations 0001, recreated by 0011, which
 		);
 		if (!held) throw new Error("no effect row");
 		// The claim an executor took before the first one finished: running it again must hit the trigger.
-		const shard = shardOfResource(getShards(h.env), {
-			provider: "bloobank",
-			type: "payment_order",
-			wallet: "w1",
-			id: "ord-twice",
-		});
+		const shard = orderShard("ord-twice", getShards(h.env));
 		const report = await executeEffects(h.env, getConfig(h.env), shard, [{ ...held, attempts: 0 }], Date.now());
 		expect(report).toEqual({ done: 0, failed: 0 });
 		expect(await totals()).toEqual([{ currency: "BRL", count: 1, amount: 900 }]);

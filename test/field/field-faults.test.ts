@@ -7,7 +7,6 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { MAX_CHUNK_BODY_BYTES } from "../../src/apply/consumer";
 import { hmacCounter } from "../../src/crypto/hmac";
-import { SHARD_ID_SPAN } from "../../src/db/shards";
 import { getConfig, getShards, parseWebhookConfig } from "../../src/env";
 import worker from "../../src/index";
 import { recordDelivery, SEND_LEASE_MS } from "../../src/ingress/inbox";
@@ -16,7 +15,7 @@ import type { DeliveryMessage, QueueMessage } from "../../src/queue/messages";
 import { runAlerts } from "../../src/sweep/alerts";
 import { resendStuckDeliveries } from "../../src/sweep/sweep";
 import { consume, ingest } from "../support/apply";
-import { hmacHex, orderEvent, SECRET, signedRequest } from "../support/bloobank";
+import { hmacHex, orderEvent, pointerShard, SECRET, signedRequest } from "../support/bloobank";
 import { boldSender, pazySender, type Sender, senderRequest, standardSender } from "../support/senders";
 import { call, countRows, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 import { TEST_VARS } from "../vars";
@@ -316,7 +315,7 @@ describe("bounded consumer memory", () => {
 		// Each shard loads its own deliveries in chunks (src/db/shards.ts); one shard: 100 in chunks of 4.
 		const perShard = new Map<number, number>();
 		for (const m of msgs) {
-			const shard = m.kind === "delivery" ? Math.floor(m.deliveryId / SHARD_ID_SPAN) : 0;
+			const shard = m.kind === "delivery" ? pointerShard(m.deliveryId) : 0;
 			perShard.set(shard, (perShard.get(shard) ?? 0) + 1);
 		}
 		const perChunk = Math.floor(MAX_CHUNK_BODY_BYTES / 1_000_000);

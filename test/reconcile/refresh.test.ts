@@ -5,11 +5,11 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
-import { globalId, shardOfResource } from "../../src/db/shards";
+import { globalId } from "../../src/db/shards";
 import { getShards } from "../../src/env";
 import type { DeliveryMessage, QueueMessage } from "../../src/queue/messages";
 import { consume, ingest } from "../support/apply";
-import { orderEvent, signedRequest } from "../support/bloobank";
+import { orderEvent, orderShard, signedRequest } from "../support/bloobank";
 import { call, type Harness, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
 const ADMIN = "refresh-test-admin-token-0123456789abcdef";
@@ -140,7 +140,7 @@ describe("the consumer checks old BlooBank events against the API", () => {
 			fake.seed(1, () => ({ id: "ord_mv", ordVersion: 4, status: "SUCCESS", amount: 300 }));
 			await deliver(h, oldEvent("mv-1", { id: "ord_mv", ordVersion: 2, status: "PENDING", amount: 300 }, 7_200_000));
 			// Move the stored row to another shard, as a row placed by its message id would be.
-			const home = shardOfResource(shards, { provider: "bloobank", type: "payment_order", wallet: "w1", id: "ord_mv" });
+			const home = orderShard("ord_mv", shards);
 			const away = shards.all.find((s) => s !== home) ?? home;
 			const columns = "provider, message_id, event, status, raw_body, body_bytes, headers, received_at, status_at";
 			const [row] = await home.db

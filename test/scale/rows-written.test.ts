@@ -6,11 +6,10 @@
  * counts on the real local D1; the README's "Capacity and cost" quotes them.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { shardOfResource } from "../../src/db/shards";
 import { getShards } from "../../src/env";
 import { ARCHIVE_GRACE_MS } from "../../src/sweep/archive";
 import { consume } from "../support/apply";
-import { type OrderFields, orderEvent, signedRequest } from "../support/bloobank";
+import { type OrderFields, orderEvent, orderShard, signedRequest } from "../support/bloobank";
 import { archiveAll, call, type Harness, harness, resetDb, rows } from "../support/worker";
 
 beforeEach(resetDb);
@@ -54,8 +53,7 @@ describe("rows written per delivery (meta.rows_written)", () => {
 		// first currency's settled total), so one settled order goes through first.
 		// In the measured order's shard (src/db/shards.ts): the first settled total is per database.
 		const shards = getShards(h.env);
-		const shardOf = (id: string) =>
-			shardOfResource(shards, { provider: "bloobank", type: "payment_order", wallet: "w1", id });
+		const shardOf = (id: string) => orderShard(id, shards);
 		const warm = Array.from({ length: 64 }, (_, i) => `o-warm-${i}`).find((id) => shardOf(id) === shardOf("o-rw"));
 		await deliver(h, "warm-1", { id: warm ?? "o-warm", ordVersion: 1, status: "SUCCESS" });
 

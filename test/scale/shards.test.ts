@@ -17,6 +17,7 @@ import {
 import { getShards, parseShards } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
 import { consume, ingest } from "../support/apply";
+import { orderShard } from "../support/bloobank";
 import { boldSender, senderRequest } from "../support/senders";
 import { call, countRows, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
@@ -114,12 +115,7 @@ describe("the layout check", () => {
 			/answered 503/,
 		);
 		// An order of the home shard, so only the layout check can hold its pointer back.
-		const homeOrder =
-			Array.from({ length: 64 }, (_, i) => `ord_z${i}`).find(
-				(id) =>
-					shardOfResource(getShards(env), { provider: "bloobank", type: "payment_order", wallet: "w1", id }).index ===
-					0,
-			) ?? "";
+		const homeOrder = Array.from({ length: 64 }, (_, i) => `ord_z${i}`).find((id) => orderShard(id).index === 0) ?? "";
 		const pointer = await ingest(h, "before-shrink", { id: homeOrder, ordVersion: 1, status: "PENDING" });
 		const held = await consume(one, [pointer]);
 		// Acked without applying: the row stays `enqueued` for the sweep to re-send once the list is back.
@@ -154,12 +150,7 @@ describe.runIf(sharded)("a resource's deliveries and effects share its shard", (
 			ids
 				.flatMap((id) =>
 					Array.from({ length: times }, () => {
-						const { index } = shardOfResource(getShards(env), {
-							provider: "bloobank",
-							type: "payment_order",
-							wallet: "w1",
-							id,
-						});
+						const { index } = orderShard(id);
 						return `${id}@${index}`;
 					}),
 				)

@@ -1,5 +1,8 @@
 /** A test-side BlooBank sender: signs like docs/providers.md 1.2 says, independently of src/. */
+import { env } from "cloudflare:workers";
 import { signDelivery } from "../../scripts/sim/signing";
+import { locate, type Shard, type Shards, shardOfResource } from "../../src/db/shards";
+import { getShards } from "../../src/env";
 import { TEST_SECRETS } from "../vars";
 
 export const SECRET = TEST_SECRETS.bloobank[0];
@@ -75,4 +78,14 @@ export async function signedRequest(body: string | object, opts: SignOptions = {
 		headers,
 		body: raw,
 	});
+}
+
+/** The shard an order lives in (src/db/shards.ts); wallet w1 is orderEvent's default. */
+export function orderShard(id: string, shards: Shards = getShards(env), wallet = "w1"): Shard {
+	return shardOfResource(shards, { provider: "bloobank", type: "payment_order", wallet, id });
+}
+
+/** The shard index a queue pointer's id names (src/db/shards.ts locate). */
+export function pointerShard(deliveryId: number): number {
+	return locate(getShards(env), deliveryId)?.shard.index ?? -1;
 }
