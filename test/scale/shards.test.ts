@@ -23,6 +23,10 @@ import { call, countRows, harness, resetDb, rows, rowsPerShard } from "../suppor
 
 const sharded = getShards(env).all.length > 1;
 
+/** A settled delivery written by hand: a database that holds it is "in use" for the layout check. */
+const SETTLED_ROW = `INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
+  VALUES ('bloobank', 'used-1', 'e', 'processed', '{}', 2, 1, 1)`;
+
 beforeEach(resetDb);
 
 describe("placement", () => {
@@ -75,20 +79,14 @@ describe("the layout check", () => {
 		expect(await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now())).toBeNull();
 		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 		// Once it holds data, the same database claimed as shard 0 of two: its record says "0 of 1".
-		await env.DB.prepare(
-			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
-       VALUES ('bloobank', 'used-1', 'e', 'processed', '{}', 2, 1, 1)`,
-		).run();
+		await env.DB.prepare(SETTLED_ROW).run();
 		expect((await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now()))?.index).toBe(0);
 		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 	});
 
 	it("data no layout was recorded for (a deployment from before the check) is refused under several shards, kept under one", async () => {
 		await env.DB.prepare("DELETE FROM heartbeats").run();
-		await env.DB.prepare(
-			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
-       VALUES ('bloobank', 'old-1', 'e', 'processed', '{}', 2, 1, 1)`,
-		).run();
+		await env.DB.prepare(SETTLED_ROW).run();
 		expect((await layoutMismatch(shardsFrom([env.DB, env.DB]), Date.now()))?.index).toBe(0);
 		expect(await layoutMismatch(shardsFrom([env.DB]), Date.now())).toBeNull();
 	});
@@ -97,10 +95,7 @@ describe("the layout check", () => {
 		const h = harness();
 		expect((await call(h, new Request("https://receiver.test/healthz"))).status).toBe(200);
 		// Every shard in use (an empty shard would simply take the new layout).
-		await rowsPerShard(
-			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
-       VALUES ('bloobank', 'used-1', 'e', 'processed', '{}', 2, 1, 1)`,
-		);
+		await rowsPerShard(SETTLED_ROW);
 		const fewer = harness({ DB_SHARDS: "DB,DB_1" });
 		const health = await call(fewer, new Request("https://receiver.test/healthz"));
 		expect(health.status).toBe(503);
