@@ -1,8 +1,8 @@
-/** The fake BlooBank API of the tests, served over loopback HTTP for npm run bench:reconcile. */
-import { BASE_URL, FakeBlooBank } from "../fixtures/fake-bloobank";
+/** The fake of the reconciled sender's API (fixtures/fake-api.ts), served over loopback HTTP for npm run bench:reconcile. */
+import { BASE_URL, FakeApi } from "../fixtures/fake-api";
 import { remoteVersion, WALLET } from "./reconcile-orders";
 
-const fake = new FakeBlooBank();
+const fake = new FakeApi();
 
 export default {
 	async fetch(request: Request): Promise<Response> {
@@ -15,7 +15,7 @@ export default {
 			return Response.json({ seeded: fake.orders.length });
 		}
 		// Re-root the request onto the fake's base URL; the signature covers path and query, which do not change.
-		const target = `${BASE_URL}${url.pathname.replace(/^\/txengine\/v1/, "")}${url.search}`;
+		const target = `${BASE_URL}${url.pathname.replace(new RegExp(`^${new URL(BASE_URL).pathname}`), "")}${url.search}`;
 		return fake.fetch(new Request(target, request));
 	},
 };

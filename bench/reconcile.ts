@@ -1,6 +1,6 @@
 /**
  * npm run bench:reconcile — reconcile N seeded orders (default 10,000 and 100,000) against the fake
- * BlooBank API over loopback HTTP, once over one D1 database and once over three shards
+ * of the reconciled sender's API (fixtures/fake-api.ts) over loopback HTTP, once over one D1 database and once over three shards
  * (DB_SHARDS=DB,DB_1,DB_2, src/db/shards.ts), with the local orders placed in the shards by the
  * receiver's own placement. Prints, per run: orders per second, pages, invocations, the most D1
  * round trips and statements any one invocation made (in all and per shard), subrequests, wall and
@@ -10,12 +10,15 @@
  *
  * BENCH_ORDERS=10000,100000 and BENCH_SHARDS=1,3 choose the runs.
  */
-import { ACCESS_KEY, PRIVATE_KEY_HEX } from "../fixtures/fake-bloobank";
+import { BASE_URL, fakeApiVars } from "../fixtures/fake-api";
+import { reconciledProvider } from "../src/providers";
 import { saveChart } from "./chart";
 import { cpuSeconds } from "./ingress";
 import { currentRssMiB, migrate, peakRssMiB, pidsOf, saveResults, startWorker, workerdPids } from "./lib";
 import { expectedDrift } from "./reconcile-orders";
 
+const SENDER = reconciledProvider();
+if (!SENDER) throw new Error("no sender in src/providers/ declares an api to reconcile");
 const SIZES = (process.env.BENCH_ORDERS ?? "10000,100000").split(",").map(Number);
 const SHARD_COUNTS = (process.env.BENCH_SHARDS ?? "1,3").split(",").map(Number);
 const SHARD_BINDINGS = ["DB", "DB_1", "DB_2"]; // bench/wrangler.reconcile.toml
@@ -119,10 +122,7 @@ const results: Record<string, unknown>[] = [];
 async function startReconcileWorker(shards: number) {
 	const before = new Set([...workerdPids(), ...apiPids]);
 	const worker = await startWorker("bench/reconcile.worker.ts", "bench/wrangler.reconcile.toml", {
-		BLOOBANK_API_BASE_URL: `http://${api.address}:${api.port}/txengine/v1`,
-		BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-		BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-		BLOOBANK_WALLETS: "w1",
+		...fakeApiVars(`http://${api.address}:${api.port}${new URL(BASE_URL).pathname}`),
 		RECONCILE_LOOKBACK_HOURS: "6",
 		DB_SHARDS: SHARD_BINDINGS.slice(0, shards).join(","),
 	});
@@ -143,7 +143,7 @@ try {
 				progress(`${label}: seeding`, true);
 				await api.fetch(`http://bench/seed?n=${n}`);
 				const seeded = (await (
-					await worker.fetch(`http://bench/seed-local?n=${n}&provider=bloobank&type=payment_order`, {
+					await worker.fetch(`http://bench/seed-local?n=${n}&provider=${SENDER.name}&type=${SENDER.api.type}`, {
 						method: "POST",
 					})
 				).json()) as {

@@ -160,7 +160,9 @@ export default {
 			for (let i = 0; i < d1; i++) await env.DB.prepare("SELECT count(*) FROM reconcile_runs").first();
 			const base = parseReconcileConfig(env);
 			if (!base.ok) return Response.json({ error: "config" }, { status: 500 });
-			for (let i = 0; i < subrequests; i++) await (await fetch(`${base.config.baseUrl}/control`)).arrayBuffer();
+			// Any request to the fake API's host: only the subrequest counts.
+			const control = new URL("/control", base.config.api.listUrl(base.config.credentials, WALLET));
+			for (let i = 0; i < subrequests; i++) await (await fetch(control)).arrayBuffer();
 			return Response.json({ ok: true });
 		}
 		if (url.pathname === "/report") {

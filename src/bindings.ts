@@ -33,6 +33,9 @@ export interface Env extends ProviderVariables {
 	ALLOWED_SOURCE_CIDRS?: string;
 	/** D1 binding names of the shards, the first being the home shard (src/db/shards.ts); default `DB`. */
 	DB_SHARDS?: string;
+	/** Reconciliation's window field and look-back (src/reconcile/); the sender's API is its `api`. */
+	RECONCILE_FILTER_FIELD?: string;
+	RECONCILE_LOOKBACK_HOURS?: string;
 }
 
 /** The names of Env's string variables (not its bindings). */

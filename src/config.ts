@@ -71,3 +71,20 @@ export function positiveInt(
 export function optional(value: string | undefined): string | null {
 	return value && value.trim() !== "" ? value.trim() : null;
 }
+
+/** An http(s) URL for outbound calls: https only, except plain http to loopback (local tests). */
+export function outboundUrl(name: string, value: string): string {
+	let url: URL;
+	try {
+		url = new URL(value);
+	} catch {
+		throw new ConfigError(name, "is not a URL");
+	}
+	if (url.protocol === "https:") return value;
+	if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return value;
+	throw new ConfigError(name, "must be an https URL (plain http only to loopback)");
+}
+
+export function isLoopbackHost(hostname: string): boolean {
+	return hostname === "localhost" || hostname === "[::1]" || hostname === "::1" || /^127(\.\d{1,3}){3}$/.test(hostname);
+}

@@ -4,17 +4,16 @@
  */
 
 import type { Env, EnvVar } from "./bindings";
-import { type Config, ConfigError, list, optional, positiveInt, type WebhookConfig } from "./config";
-import { parsePrivateKey, type SignatureFormat } from "./crypto/access-signature";
+import { type Config, ConfigError, list, optional, outboundUrl, positiveInt, type WebhookConfig } from "./config";
 import { MAX_SHARDS, type Shards, shardsFrom } from "./db/shards";
 import { type Cidr, parseCidr } from "./ingress/cidr";
-import { PROVIDER_VARIABLES, providers } from "./providers";
+import { PROVIDER_VARIABLES, providers, reconciledProvider } from "./providers";
 import type { ProviderName, ProviderVariable } from "./providers/model";
-import type { Provider } from "./providers/types";
+import type { Provider, ProviderApi } from "./providers/types";
 import type { Result } from "./result";
 
 export type { Env } from "./bindings";
-export { type Config, ConfigError, type WebhookConfig } from "./config";
+export { type Config, ConfigError, isLoopbackHost, outboundUrl, type WebhookConfig } from "./config";
 
 /** The receiver's own variables (each sender's are in its provider file). */
 const RECEIVER_VARIABLES = [
@@ -28,6 +27,8 @@ const RECEIVER_VARIABLES = [
 	"DEDUPE_RETENTION_DAYS",
 	"ALLOWED_SOURCE_CIDRS",
 	"DB_SHARDS",
+	"RECONCILE_FILTER_FIELD",
+	"RECONCILE_LOOKBACK_HOURS",
 ] as const satisfies readonly EnvVar[];
 
 /** Every variable Env reads: a `[vars]` key of wrangler.toml must be one of them (test/wiring). */
@@ -47,23 +48,6 @@ function token(name: string, value: string | undefined): string | null {
 	if (t !== null && t.length < MIN_TOKEN_LENGTH)
 		throw new ConfigError(name, `must be at least ${MIN_TOKEN_LENGTH} characters`);
 	return t;
-}
-
-/** An http(s) URL for outbound calls: https only, except plain http to loopback (local tests). */
-export function outboundUrl(name: string, value: string): string {
-	let url: URL;
-	try {
-		url = new URL(value);
-	} catch {
-		throw new ConfigError(name, "is not a URL");
-	}
-	if (url.protocol === "https:") return value;
-	if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return value;
-	throw new ConfigError(name, "must be an https URL (plain http only to loopback)");
-}
-
-export function isLoopbackHost(hostname: string): boolean {
-	return hostname === "localhost" || hostname === "[::1]" || hostname === "::1" || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
 function parseCidrList(value: string | undefined): Cidr[] | null {
@@ -247,41 +231,47 @@ export function configProblem(env: Env): ConfigError | null {
 	}
 }
 
-/** Reconciliation settings: parsed apart, because bad credentials must fail a run, not every request. */
+/**
+ * Reconciliation: the sender whose API is called (`api` in its file, src/providers/types.ts), its
+ * parsed credentials, its accounts, and the receiver's own settings. Parsed apart from the rest,
+ * because bad credentials must fail a run, not every request.
+ */
 export interface ReconcileConfig {
-	baseUrl: string;
-	accessKey: string;
-	privateKey: Uint8Array;
-	signatureFormat: SignatureFormat;
+	provider: Provider & { api: ProviderApi };
+	api: ProviderApi;
+	credentials: unknown;
 	wallets: readonly string[];
 	filterField: string;
 	lookbackHours: number;
 }
 
-/** Reconciliation is off when no wallet is listed: the daily cron then does nothing. */
+/** The accounts listed for reconciliation (none when no sender has an API). */
+function reconciledAccounts(env: Env): string[] {
+	const p = reconciledProvider();
+	return p ? list((env as unknown as Record<string, string | undefined>)[p.api.accountsVariable]) : [];
+}
+
+/** Reconciliation is off when no account is listed: the daily cron then does nothing. */
 export function reconcileEnabled(env: Env): boolean {
-	return list(env.BLOOBANK_WALLETS).length > 0;
+	return reconciledAccounts(env).length > 0;
+}
+
+/** Why reconciliation is off, in a few words (the console and the cron's log). */
+export function reconcileOffReason(): string {
+	const p = reconciledProvider();
+	return p ? `${p.api.accountsVariable} is empty` : "no sender declares an API";
 }
 
 export type ReconcileConfigResult = Result<{ config: ReconcileConfig }, { error: string }>;
 
 export function parseReconcileConfig(env: Env): ReconcileConfigResult {
 	const fail = (error: string): ReconcileConfigResult => ({ ok: false, error });
-	const baseUrl = (env.BLOOBANK_API_BASE_URL ?? "https://txengine.bloobank.com/txengine/v1").trim().replace(/\/+$/, "");
-	try {
-		outboundUrl("BLOOBANK_API_BASE_URL", baseUrl);
-	} catch (err) {
-		return fail((err as Error).message);
-	}
-	const accessKey = env.BLOOBANK_ACCESS_KEY?.trim() ?? "";
-	if (accessKey === "") return fail("BLOOBANK_ACCESS_KEY is not set");
-	if (!env.BLOOBANK_PRIVATE_KEY?.trim()) return fail("BLOOBANK_PRIVATE_KEY is not set");
-	const privateKey = parsePrivateKey(env.BLOOBANK_PRIVATE_KEY);
-	if (!privateKey) return fail("BLOOBANK_PRIVATE_KEY must be 64 hex characters of a valid secp256k1 key");
-	const format = (env.BLOOBANK_SIGNATURE_FORMAT ?? "compact").trim().toLowerCase();
-	if (format !== "compact" && format !== "der") return fail("BLOOBANK_SIGNATURE_FORMAT must be compact or der");
-	const wallets = list(env.BLOOBANK_WALLETS);
-	if (wallets.length === 0) return fail("BLOOBANK_WALLETS is empty");
+	const provider = reconciledProvider();
+	if (!provider) return fail(reconcileOffReason());
+	const credentials = provider.api.credentials(env);
+	if (!credentials.ok) return fail(credentials.error);
+	const wallets = reconciledAccounts(env);
+	if (wallets.length === 0) return fail(reconcileOffReason());
 	// The field name goes into the provider's filter expression: a plain identifier only.
 	const filterField = (env.RECONCILE_FILTER_FIELD ?? "updatedAt").trim();
 	if (!/^[A-Za-z_][A-Za-z0-9_.]{0,63}$/.test(filterField)) return fail("RECONCILE_FILTER_FIELD must be a field name");
@@ -293,6 +283,13 @@ export function parseReconcileConfig(env: Env): ReconcileConfigResult {
 	}
 	return {
 		ok: true,
-		config: { baseUrl, accessKey, privateKey, signatureFormat: format, wallets, filterField, lookbackHours },
+		config: {
+			provider,
+			api: provider.api,
+			credentials: credentials.value,
+			wallets,
+			filterField,
+			lookbackHours,
+		},
 	};
 }

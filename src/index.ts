@@ -2,7 +2,16 @@
 import { createApp } from "./app";
 import { consumeDeadLetters, consumeEvents } from "./apply/consumer";
 import { DAILY_RECONCILE_CRON } from "./cron";
-import { alertOnlyConfig, type Config, ConfigError, type Env, getConfig, getShards, reconcileEnabled } from "./env";
+import {
+	alertOnlyConfig,
+	type Config,
+	ConfigError,
+	type Env,
+	getConfig,
+	getShards,
+	reconcileEnabled,
+	reconcileOffReason,
+} from "./env";
 import { log } from "./log";
 import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "./queue/messages";
 import { consumeReconcileDeadLetters } from "./reconcile/dead-letters";
@@ -38,9 +47,9 @@ export default {
 
 	async scheduled(controller, env, _ctx) {
 		if (controller.cron === DAILY_RECONCILE_CRON) {
-			// A merchant who never set BLOOBANK_WALLETS gets no failed run a day; /admin/reconcile still reports why.
+			// A merchant who listed no account to reconcile gets no failed run a day; /admin/reconcile still reports why.
 			if (reconcileEnabled(env)) await startRun(env, "cron", controller.scheduledTime);
-			else log("info", "reconcile_off", { reason: "BLOOBANK_WALLETS is empty" });
+			else log("info", "reconcile_off", { reason: reconcileOffReason() });
 			return;
 		}
 		let config: Config;

@@ -5,10 +5,10 @@ import { isDeliveryStatus } from "../db/deliveries";
 import { isEffectStatus } from "../db/effects";
 import { startHandRetry } from "../effects/executor";
 import { getShards } from "../env";
-import { PROVIDER_NAMES } from "../providers";
+import { PROVIDER_NAMES, reconciledProvider } from "../providers";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
-import { refreshOrder } from "../reconcile/refresh";
+import { refreshResource } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { adminAuth } from "./auth";
 import { readMetrics } from "./metrics";
@@ -88,18 +88,22 @@ export function adminRoutes(): Hono<AppEnv> {
 		}
 	});
 
-	// "Check with BlooBank": the order as the provider holds it now, through the one writer.
-	app.post("/resources/bloobank/payment_order/:id/refresh", async (c) => {
-		const id = c.req.param("id");
+	// The check button's API: the resource as its sender's API holds it now, through the one writer
+	// (src/reconcile/refresh.ts). Only the reconciled sender's API type has one.
+	app.post("/resources/:provider/:type/:id/refresh", async (c) => {
+		const { provider, type, id } = c.req.param();
+		const sender = reconciledProvider();
+		if (sender?.name !== provider || sender.api.type !== type)
+			return c.json(bad(`no API to check a ${provider} ${type} with`), 404);
 		let wallet = c.req.query("wallet") || null;
 		if (wallet === null) {
-			const local = await getResource(getShards(c.env), "bloobank", "payment_order", id, null);
+			const local = await getResource(getShards(c.env), provider, type, id, null);
 			if (local.found === "ambiguous") return c.json({ error: "ambiguous", wallets: local.wallets }, 409);
-			if (local.found === "none") return c.json(bad("unknown order: name its wallet with ?wallet="), 404);
+			if (local.found === "none") return c.json(bad(`unknown ${type}: name its wallet with ?wallet=`), 404);
 			wallet = local.resource.wallet;
-			if (wallet === null) return c.json(bad("the stored order has no wallet: name it with ?wallet="), 400);
+			if (wallet === null) return c.json(bad(`the stored ${type} has no wallet: name it with ?wallet=`), 400);
 		}
-		const r = await refreshOrder(c.env, wallet, id);
+		const r = await refreshResource(c.env, wallet, id);
 		if (r.ok) {
 			const { version, status } = r.snapshot;
 			return c.json({ queued: true, wallet, id, version, status }, 202);
@@ -110,7 +114,7 @@ export function adminRoutes(): Hono<AppEnv> {
 			case "not_configured":
 				return c.json({ error: "not_configured", message: r.message }, 409);
 			case "unavailable":
-			case "not_an_order":
+			case "not_the_resource":
 				return c.json({ error: r.reason, message: r.message }, 503, { "Retry-After": "10" });
 		}
 	});

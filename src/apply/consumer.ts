@@ -291,7 +291,7 @@ async function applyInShard(
 			// Every pointer up to the last loaded id is in this chunk (missing ones: pruned rows).
 			const lastId = stored.size === 0 ? Number.POSITIVE_INFINITY : Math.max(...stored.keys());
 			chunk = [...(first ? snapshots : []), ...remaining.filter((w) => rowId(w) <= lastId)];
-			// Old BlooBank events are checked against the API first (docs/providers.md 1.6): fresher
+			// Old events of a sender with an API are checked against it first (docs/providers.md 1.6): fresher
 			// snapshots join the same apply batch, after the payloads.
 			const fresh = await freshSnapshots(env, stored.values(), config, nowMs);
 			const bodies = chunk.map((w) =>

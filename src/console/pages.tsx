@@ -8,12 +8,12 @@ import { DELIVERY_STATUSES, olderSecretUses } from "../db/deliveries";
 import { lastBeat } from "../db/heartbeats";
 import { fanOut } from "../db/shards";
 import { startHandRetry } from "../effects/executor";
-import { getShards, reconcileEnabled } from "../env";
-import { PROVIDER_NAMES, providers } from "../providers";
+import { getShards, reconcileEnabled, reconcileOffReason } from "../env";
+import { PROVIDER_NAMES, providers, reconciledProvider } from "../providers";
 import type { ProviderName } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
-import { refreshOrder } from "../reconcile/refresh";
+import { refreshResource } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { BarChart, COLOURS, LineChart, type Series } from "./charts";
 import type { ConsoleContext, ConsoleEnv } from "./env";
@@ -34,6 +34,10 @@ import { consoleClock } from "./session";
 
 const PAGE_SIZE = 50;
 
+/** The sender whose API the check button and reconciliation call (src/providers/index.ts), if any. */
+const API_SENDER = reconciledProvider();
+const API_LABEL = API_SENDER?.label ?? "the sender";
+
 /** Flash messages by code: the redirect carries a code, never text, so nothing is reflected. */
 const FLASH: Record<string, { text: string; error?: boolean }> = {
 	replayed: { text: "Replayed: the delivery is queued again under its message id." },
@@ -43,12 +47,15 @@ const FLASH: Record<string, { text: string; error?: boolean }> = {
 	run_started: { text: "Reconciliation run started." },
 	run_failed: { text: "The run could not start; its errors are listed below.", error: true },
 	checked: {
-		text: "Fetched from BlooBank: the order as BlooBank holds it is queued for the one writer; reload in a moment.",
+		text: `Fetched from ${API_LABEL}: the resource as ${API_LABEL} holds it is queued for the one writer; reload in a moment.`,
 	},
-	check_not_configured: { text: "Not checked: BlooBank API credentials are not configured.", error: true },
-	check_not_found: { text: "Not checked: BlooBank does not have this order in this wallet.", error: true },
-	check_unavailable: { text: "Not checked: BlooBank's API did not answer; try again later.", error: true },
+	check_not_configured: { text: `Not checked: ${API_LABEL} API credentials are not configured.`, error: true },
+	check_not_found: { text: `Not checked: ${API_LABEL} does not have this resource in this wallet.`, error: true },
+	check_unavailable: { text: `Not checked: ${API_LABEL}'s API did not answer; try again later.`, error: true },
 };
+
+/** Whether (provider, type) is what the sender's API serves: only those resources have a check button. */
+const hasApi = (provider: string, type: string) => API_SENDER?.name === provider && API_SENDER.api.type === type;
 
 const deliveryHref = (provider: string, messageId: string) =>
 	`/console/deliveries/${encodeURIComponent(provider)}/${encodeURIComponent(messageId)}`;
@@ -220,7 +227,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 									.join(", ") || "none configured"}
 							</dd>
 							<dt>Reconciliation</dt>
-							<dd>{reconcileEnabled(c.env) ? "on" : "off (BLOOBANK_WALLETS unset)"}</dd>
+							<dd>{reconcileEnabled(c.env) ? "on" : `off (${reconcileOffReason()})`}</dd>
 							<dt>Alert target</dt>
 							<dd>{config.alertWebhookUrl ? "set" : "unset (alerts only logged)"}</dd>
 							<dt>Source allow-list</dt>
@@ -548,7 +555,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 						<input id="r-id" name="id" value={id} required size={30} />
 					</label>
 					<label for="r-wallet">
-						Wallet (BlooBank)
+						Wallet{API_SENDER ? ` (${API_LABEL})` : ""}
 						<input id="r-wallet" name="wallet" value={wallet ?? ""} size={20} />
 					</label>
 					<button type="submit">Find</button>
@@ -558,13 +565,13 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 		);
 	});
 
-	// GET the order fresh from BlooBank and feed it through the one writer (src/reconcile/refresh.ts).
-	app.post("/resources/bloobank/payment_order/:id/check", async (c) => {
-		const id = c.req.param("id");
+	// GET the resource fresh from its sender's API and feed it through the one writer (src/reconcile/refresh.ts).
+	app.post("/resources/:provider/:type/:id/check", async (c) => {
+		const { provider, type, id } = c.req.param();
 		const wallet = c.req.query("wallet") || null;
-		const back = resourceHref("bloobank", "payment_order", id, wallet);
-		if (wallet === null) return c.redirect(`${back}?done=check_not_found`, 303);
-		const r = await refreshOrder(c.env, wallet, id);
+		const back = resourceHref(provider, type, id, wallet);
+		if (wallet === null || !hasApi(provider, type)) return c.redirect(`${back}?done=check_not_found`, 303);
+		const r = await refreshResource(c.env, wallet, id);
 		const done = r.ok
 			? "checked"
 			: r.reason === "not_configured"
@@ -611,11 +618,11 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 						{res.updatedAt} ({ago(res.updatedAt ? Date.parse(res.updatedAt) : null, nowMs)}), from {res.source}
 					</dd>
 				</dl>
-				{provider === "bloobank" && type === "payment_order" && res.wallet ? (
+				{hasApi(provider, type) && res.wallet ? (
 					<PostButton
 						action={`${resourceHref(provider, type, id, null)}/check?wallet=${encodeURIComponent(res.wallet)}`}
 						csrf={c.get("csrf")}
-						label="Check with BlooBank"
+						label={`Check with ${API_LABEL}`}
 					/>
 				) : null}
 				<h2>Deliveries that built it, in version order</h2>
@@ -728,8 +735,8 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 			<>
 				<p>
 					{reconcileEnabled(c.env)
-						? "Runs daily; each wallet's period is split into windows paged from BlooBank's list API."
-						: "Off: BLOOBANK_WALLETS is unset (a run started here records why it cannot run)."}
+						? `Runs daily; each wallet's period is split into windows paged from ${API_LABEL}'s list API.`
+						: `Off: ${reconcileOffReason()} (a run started here records why it cannot run).`}
 				</p>
 				<PostButton action="/console/reconcile/start" csrf={c.get("csrf")} label="Start a run" />
 				{runs.items.length === 0 && <p class="muted">No runs yet.</p>}

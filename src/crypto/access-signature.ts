@@ -1,5 +1,5 @@
 /**
- * BlooBank's Access Protocol request signature (docs/providers.md 1.5): ECDSA over secp256k1 of
+ * The Access Protocol request signature (docs/providers.md 1.5): ECDSA over secp256k1 of
  * SHA-256(canonical string), low-S, base64. WebCrypto has no secp256k1, so the curve comes from
  * @noble/curves (audited); only the hashing is WebCrypto's.
  */
@@ -31,7 +31,7 @@ export function canonicalString(parts: {
 	].join(":");
 }
 
-/** Parses BLOOBANK_PRIVATE_KEY (64 hex chars) into a valid secp256k1 secret key, or null. */
+/** Parses a private key (64 hex chars) into a valid secp256k1 secret key, or null. */
 export function parsePrivateKey(hex: string): Uint8Array | null {
 	const bytes = /^[0-9a-fA-F]{64}$/.test(hex.trim()) ? hexToBytes(hex.trim()) : null;
 	return bytes && secp256k1.utils.isValidSecretKey(bytes) ? bytes : null;

@@ -2,6 +2,7 @@
  * Every statement on `resources`, the local mirror of provider state. Only the consumer's apply
  * batch writes it (docs/design.md invariant 7); the admin API and reconciliation read it.
  */
+import type { ProviderName } from "../providers/model";
 import type { SqlRow } from "./rows";
 import type { resources } from "./schema";
 
@@ -54,19 +55,21 @@ export async function findResources(
 	return results;
 }
 
-/** The stored versions of the listed BlooBank orders of one wallet, in one query whatever their number. */
-export async function orderVersions(
+/** The stored versions of the listed resources of one wallet, in one query whatever their number. */
+export async function resourceVersions(
 	db: D1Database,
+	provider: ProviderName,
+	type: string,
 	wallet: string,
 	idsJson: string,
 ): Promise<Pick<ResourceRow, "id" | "version">[]> {
 	const { results } = await db
 		.prepare(
 			`SELECT id, version FROM resources
-       WHERE provider = 'bloobank' AND type = 'payment_order' AND wallet = ?2
+       WHERE provider = ?3 AND type = ?4 AND wallet = ?2
          AND id IN (SELECT value FROM json_each(?1))`,
 		)
-		.bind(idsJson, wallet)
+		.bind(idsJson, wallet, provider, type)
 		.all<Pick<ResourceRow, "id" | "version">>();
 	return results;
 }

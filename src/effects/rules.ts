@@ -1,8 +1,8 @@
 /**
- * Which side effects a resource state implies (docs/providers.md 1.4). Rules are declared per
- * (provider, resource type) in the provider's file (`effects`); the template declares BlooBank's
- * payment orders only, so no other sender can fire these or move the settled totals
- * (docs/design.md, effects). The outbox keeps one row per (resource, kind): first observation only.
+ * What side effects are: their kinds and payload. Which resource states imply which is declared
+ * per (provider, resource type) in the provider's file (`effects`), so no other sender's events
+ * can fire them or move the settled totals (docs/design.md, effects). The outbox keeps one row per
+ * (resource, kind): first observation only.
  */
 import type { ProviderName, ResourceSnapshot } from "../providers/model";
 
@@ -34,10 +34,10 @@ function field<T>(data: unknown, key: string, check: (v: unknown) => v is T): T 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v);
 const isString = (v: unknown): v is string => typeof v === "string";
 
-/** BlooBank payment orders (declared in src/providers/bloobank.ts). */
-export function paymentOrderEffects(r: ResourceSnapshot): EffectSeed[] {
-	const payload: EffectPayload = {
-		provider: "bloobank",
+/** The payload of an effect of `r`: amount, currency and direction when its data carries them. */
+export function effectPayload(provider: ProviderName, r: ResourceSnapshot): EffectPayload {
+	return {
+		provider,
 		type: r.type,
 		id: r.id,
 		wallet: r.wallet,
@@ -47,19 +47,4 @@ export function paymentOrderEffects(r: ResourceSnapshot): EffectSeed[] {
 		currency: field(r.data, "currency", isString),
 		direction: field(r.data, "direction", isString),
 	};
-	switch (r.status) {
-		case "SUCCESS":
-		// REFUNDED only ever follows SUCCESS (docs/providers.md 1.4): an order first seen refunded (its
-		// SUCCESS event late or lost) was still settled once. This keeps totals independent of the
-		// order in which events arrive.
-		case "REFUNDED":
-			return [{ kind: "settled", payload }];
-		case "FAILED":
-			return [{ kind: "payment_failed", payload }];
-		case "EXPIRED":
-		case "CANCELED":
-			return [{ kind: "hold_released", payload }];
-		default:
-			return [];
-	}
 }

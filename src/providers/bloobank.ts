@@ -6,9 +6,17 @@
  * Envelope (1.3): newer `{event,messageId,deliveryAttempt,occurredAt?,data}` or older
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
-import { ConfigError, positiveInt } from "../config";
-import { base64ToBytesLenient, concatBytes, utf8 } from "../crypto/encoding";
-import { paymentOrderEffects } from "../effects/rules";
+import { ConfigError, list, outboundUrl, positiveInt } from "../config";
+import {
+	canonicalString,
+	parsePrivateKey,
+	type SignatureFormat,
+	sha256,
+	signCanonical,
+} from "../crypto/access-signature";
+import { base64ToBytesLenient, bytesToHex, concatBytes, utf8 } from "../crypto/encoding";
+import { type EffectSeed, effectPayload } from "../effects/rules";
+import type { Result } from "../result";
 import {
 	checkTimestamp,
 	parseTimestampedHeader,
@@ -24,6 +32,7 @@ import {
 	isRecord,
 	type ParseResult,
 	type Provider,
+	type ProviderApi,
 	type ProviderEnv,
 	parseObject,
 	positiveIntOrNull,
@@ -40,9 +49,7 @@ declare module "./model" {
 			| "BLOOBANK_ACCESS_KEY"
 			| "BLOOBANK_PRIVATE_KEY"
 			| "BLOOBANK_SIGNATURE_FORMAT"
-			| "BLOOBANK_WALLETS"
-			| "RECONCILE_FILTER_FIELD"
-			| "RECONCILE_LOOKBACK_HOURS";
+			| "BLOOBANK_WALLETS";
 	}
 }
 
@@ -187,6 +194,29 @@ export function blooBankKey(secret: string, env: ProviderEnv<"bloobank">): Uint8
 	throw new ConfigError("BLOOBANK_SECRET_ENCODING", "must be utf8 or base64");
 }
 
+/**
+ * docs/providers.md 1.4: which side effects a payment order's state implies, fired on first
+ * observation of that state (docs/design.md, effects).
+ */
+export function paymentOrderEffects(r: ResourceSnapshot): EffectSeed[] {
+	const payload = effectPayload("bloobank", r);
+	switch (r.status) {
+		case "SUCCESS":
+		// REFUNDED only ever follows SUCCESS (docs/providers.md 1.4): an order first seen refunded (its
+		// SUCCESS event late or lost) was still settled once. This keeps totals independent of the
+		// order in which events arrive.
+		case "REFUNDED":
+			return [{ kind: "settled", payload }];
+		case "FAILED":
+			return [{ kind: "payment_failed", payload }];
+		case "EXPIRED":
+		case "CANCELED":
+			return [{ kind: "hold_released", payload }];
+		default:
+			return [];
+	}
+}
+
 export interface BlooBankSettings {
 	/**
 	 * BLOOBANK_REFRESH_AFTER_SECONDS (default 3600): an event older than this is checked against
@@ -201,21 +231,90 @@ export function blooBankSettings(env: ProviderEnv<"bloobank">): BlooBankSettings
 	};
 }
 
+/** The API's base URL and the Access Protocol credentials (docs/providers.md 1.5). */
+export interface BlooBankCredentials {
+	baseUrl: string;
+	accessKey: string;
+	privateKey: Uint8Array;
+	signatureFormat: SignatureFormat;
+}
+
+export const DEFAULT_API_BASE_URL = "https://txengine.bloobank.com/txengine/v1";
+
+export function blooBankCredentials(
+	env: ProviderEnv<"bloobank">,
+): Result<{ value: BlooBankCredentials }, { error: string }> {
+	const fail = (error: string) => ({ ok: false as const, error });
+	const baseUrl = (env.BLOOBANK_API_BASE_URL ?? DEFAULT_API_BASE_URL).trim().replace(/\/+$/, "");
+	try {
+		outboundUrl("BLOOBANK_API_BASE_URL", baseUrl);
+	} catch (err) {
+		return fail((err as Error).message);
+	}
+	const accessKey = env.BLOOBANK_ACCESS_KEY?.trim() ?? "";
+	if (accessKey === "") return fail("BLOOBANK_ACCESS_KEY is not set");
+	if (!env.BLOOBANK_PRIVATE_KEY?.trim()) return fail("BLOOBANK_PRIVATE_KEY is not set");
+	const privateKey = parsePrivateKey(env.BLOOBANK_PRIVATE_KEY);
+	if (!privateKey) return fail("BLOOBANK_PRIVATE_KEY must be 64 hex characters of a valid secp256k1 key");
+	const format = (env.BLOOBANK_SIGNATURE_FORMAT ?? "compact").trim().toLowerCase();
+	if (format !== "compact" && format !== "der") return fail("BLOOBANK_SIGNATURE_FORMAT must be compact or der");
+	if (list(env.BLOOBANK_WALLETS).length === 0) return fail("BLOOBANK_WALLETS is empty");
+	return { ok: true, value: { baseUrl, accessKey, privateKey, signatureFormat: format } };
+}
+
+/** The Access Protocol headers of one request (docs/providers.md 1.5): a new request id and timestamp each time. */
+async function accessHeaders(c: BlooBankCredentials, method: string, url: URL, nowMs: number): Promise<Headers> {
+	const requestId = crypto.randomUUID();
+	const timestamp = String(nowMs);
+	const canonical = canonicalString({
+		accessKey: c.accessKey,
+		requestId,
+		timestamp,
+		method,
+		pathname: `${url.pathname}${url.search}`,
+		// Every call is a GET: the body hashed is empty.
+		bodySha256Hex: bytesToHex(await sha256(utf8(""))),
+	});
+	return new Headers({
+		accept: "application/json",
+		"x-access-key": c.accessKey,
+		"x-access-timestamp": timestamp,
+		"x-access-request-id": requestId,
+		"x-access-signature": await signCanonical(canonical, c.privateKey, c.signatureFormat),
+	});
+}
+
+const ordersUrl = (c: BlooBankCredentials, wallet: string) =>
+	`${c.baseUrl}/wallets/${encodeURIComponent(wallet)}/paymentOrders`;
+
+/** The paymentOrders API (docs/providers.md 1.5): the list per wallet, and one order. */
+export const blooBankApi: ProviderApi<BlooBankCredentials, BlooBankSettings, "bloobank"> = {
+	type: "payment_order",
+	accountsVariable: "BLOOBANK_WALLETS",
+	privateKeyVariable: "BLOOBANK_PRIVATE_KEY",
+	credentials: blooBankCredentials,
+	listUrl: (c, wallet) => new URL(ordersUrl(c, wallet)),
+	itemUrl: (c, wallet, id) => new URL(`${ordersUrl(c, wallet)}/${encodeURIComponent(id)}`),
+	signedHeaders: accessHeaders,
+	snapshot: blooBankOrderSnapshot,
+	// BlooBank's best practices: GET the resource fresh when a long delay elapsed (docs/providers.md 1.6).
+	refreshAfterMs: (settings) => settings.refreshAfterSeconds * 1000,
+};
+
 export const bloobank: Provider<BlooBankSettings, "bloobank"> = {
 	name: "bloobank",
+	label: "BlooBank",
 	secretsVariable: "BLOOBANK_WEBHOOK_SECRETS",
 	variables: [
 		"BLOOBANK_WEBHOOK_SECRETS",
 		"BLOOBANK_SECRET_ENCODING",
 		"BLOOBANK_REFRESH_AFTER_SECONDS",
-		// The API, for reconciliation and the refresh (src/reconcile/).
+		// The API (`api` below), for reconciliation and the refresh (src/reconcile/).
 		"BLOOBANK_API_BASE_URL",
 		"BLOOBANK_ACCESS_KEY",
 		"BLOOBANK_PRIVATE_KEY",
 		"BLOOBANK_SIGNATURE_FORMAT",
 		"BLOOBANK_WALLETS",
-		"RECONCILE_FILTER_FIELD",
-		"RECONCILE_LOOKBACK_HOURS",
 	],
 	// The development secret of .dev.vars.example.
 	publishedSecrets: ["dev-bloobank-secret-change-me-0123456789abcdef"],
@@ -264,4 +363,5 @@ export const bloobank: Provider<BlooBankSettings, "bloobank"> = {
 		},
 		expected: (s) => ({ type: "payment_order", version: s.version }),
 	},
+	api: blooBankApi as ProviderApi<unknown, BlooBankSettings, "bloobank">,
 };

@@ -112,6 +112,7 @@ export function parseBold(body: string, headers: Headers, settings: BoldSettings
 
 export const bold: Provider<BoldSettings, "bold"> = {
 	name: "bold",
+	label: "Bold",
 	secretsVariable: "BOLD_WEBHOOK_SECRETS",
 	variables: ["BOLD_WEBHOOK_SECRETS", "BOLD_SUPPORTED_MAJOR_VERSIONS"],
 	publishedSecrets: [],

@@ -10,7 +10,7 @@ import type { ProviderName, ProviderVariable } from "./model";
 import { pazy } from "./pazy";
 import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";
-import type { Provider, ResourceSnapshot, VerifyResult } from "./types";
+import type { Provider, ProviderApi, ResourceSnapshot, VerifyResult } from "./types";
 
 /** The one list of senders: its type requires one entry per name the provider files declare. */
 export const providers: { readonly [N in ProviderName]: Provider<unknown, N> } = { bloobank, bold, pazy, standard };
@@ -22,6 +22,15 @@ export const PROVIDER_NAMES = Object.keys(providers) as ProviderName[];
 export const PROVIDER_VARIABLES: readonly ProviderVariable[] = Object.values(providers).flatMap(
 	(p: Provider) => p.variables,
 );
+
+/**
+ * The sender reconciliation calls: the one that declares an `api` (at most one does; runs and
+ * windows are keyed by account alone). Null: reconciliation and the refresh are off.
+ */
+export function reconciledProvider(): (Provider & { api: ProviderApi }) | null {
+	const withApi = Object.values(providers).filter((p: Provider) => p.api !== undefined);
+	return (withApi[0] as (Provider & { api: ProviderApi }) | undefined) ?? null;
+}
 
 export function getProvider(name: string): Provider | null {
 	return Object.hasOwn(providers, name) ? providers[name as ProviderName] : null;

@@ -85,6 +85,7 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 
 export const pazy: Provider<null, "pazy"> = {
 	name: "pazy",
+	label: "Pazy",
 	secretsVariable: "PAZY_WEBHOOK_SECRETS",
 	variables: ["PAZY_WEBHOOK_SECRETS"],
 	publishedSecrets: [],

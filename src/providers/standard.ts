@@ -111,6 +111,7 @@ export function standardKey(secret: string): Uint8Array | null {
 
 export const standard: Provider<null, "standard"> = {
 	name: "standard",
+	label: "Standard Webhooks",
 	secretsVariable: "STANDARD_WEBHOOK_SECRETS",
 	variables: ["STANDARD_WEBHOOK_SECRETS"],
 	// The specification's example secret, which .dev.vars.example also shows.

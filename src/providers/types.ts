@@ -31,6 +31,8 @@ export type ProviderEnv<N extends ProviderName> = { readonly [V in ProviderVaria
  */
 export interface Provider<S = unknown, N extends ProviderName = ProviderName> {
 	name: N;
+	/** Its name as people write it (the console's texts). */
+	label: string;
 	/** The variable holding its comma-separated secrets; every one is tried (rotation). */
 	secretsVariable: ProviderVariables[N];
 	/** Every variable it reads, the secrets variable included (wrangler.toml's [vars] are checked against them). */
@@ -70,6 +72,44 @@ export interface Provider<S = unknown, N extends ProviderName = ProviderName> {
 	lookupType: string;
 	/** How the simulator, send-test-event and the tests play this sender. */
 	sender: SenderModel;
+	/** Its API, when the receiver calls one (reconciliation, the refresh); absent for a webhook-only sender. */
+	api?: ProviderApi<unknown, S, N>;
+}
+
+/**
+ * A sender's API as the receiver calls it (docs/design.md, the flow, step 5): its list, paged over a
+ * time window for the daily reconciliation, and one resource fetched fresh (the refresh of old
+ * events, the console's check). The exchange itself (timeouts, retries, Retry-After, the paging
+ * and error protocol of docs/providers.md 1.5) is src/reconcile/client.ts; this part says where to
+ * call, how to sign, and what an answer's item is. `C` is its parsed credentials.
+ * At most one sender declares one: reconciliation runs and windows are keyed by account alone
+ * (a test in test/providers/registry.test.ts holds the registry to it).
+ */
+export interface ProviderApi<C = unknown, S = unknown, N extends ProviderName = ProviderName> {
+	/** The one resource type its list pages and its item URL returns. */
+	type: string;
+	/**
+	 * The variable listing the accounts reconciled (comma-separated): each has its own list, and a
+	 * resource id is unique only within one. Reconciliation is off while it is empty.
+	 */
+	accountsVariable: ProviderVariables[N];
+	/**
+	 * The variable holding the private key whose public key is registered with the sender, when
+	 * requests are signed with one (`npm run public-key` prints it; src/crypto/access-signature.ts).
+	 */
+	privateKeyVariable?: ProviderVariables[N];
+	/** Its base URL and credentials from its variables, or what is wrong (a failed run, never a crash). */
+	credentials(env: ProviderEnv<N>): Result<{ value: C }, { error: string }>;
+	/** An account's list URL (paging parameters are added by the client). */
+	listUrl(credentials: C, account: string): URL;
+	/** One resource's URL. */
+	itemUrl(credentials: C, account: string, id: string): URL;
+	/** The headers of one request attempt, signed afresh each time (a reused request id is a replay). */
+	signedHeaders(credentials: C, method: string, url: URL, nowMs: number): Promise<Headers>;
+	/** An item of its answers as a snapshot of `account`'s resource, or null when it is not one. */
+	snapshot(item: unknown, account: string): ResourceSnapshot | null;
+	/** Webhook events older than this are checked against the API before they apply; null: never. */
+	refreshAfterMs(settings: S): number | null;
 }
 
 /** One state of one simulated resource, as the tools describe it before a sender shapes it. */

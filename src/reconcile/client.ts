@@ -1,16 +1,17 @@
 /**
- * The BlooBank paymentOrders API client (docs/providers.md 1.5): every attempt signed afresh (new
- * request id and timestamp: the server rejects a reused id as REPLAY_DETECTED), bounded by a
- * timeout, 429 honoured through a clamped Retry-After, 5xx and network errors retried with
- * exponential backoff and jitter, errors parsed into a typed value. Expected failures are values.
- * Answers are untrusted input (docs/providers.md 1.5 is a contract the other side may break):
- * bodies are read under a byte cap and a page must not hold more items than asked.
+ * The client of a sender's list API (docs/providers.md 1.5; where and how to sign come from the
+ * sender's `api`, src/providers/types.ts): every attempt signed afresh (new request id and
+ * timestamp: the server rejects a reused id as REPLAY_DETECTED), bounded by a timeout, 429
+ * honoured through a clamped Retry-After, 5xx and network errors retried with exponential backoff
+ * and jitter, errors parsed into a typed value. Expected failures are values. It speaks the list
+ * protocol of docs/providers.md 1.5 (`filter`, `order_by`, `page_size`, `page_token`; `{ items,
+ * nextPageToken }`; `{ error: { code, status, message, details } }`); a sender with another
+ * protocol needs a client of its own. Answers are untrusted input (the contract is one the other
+ * side may break): bodies are read under a byte cap and a page must not hold more items than asked.
  */
-import { canonicalString, sha256, signCanonical } from "../crypto/access-signature";
-import { bytesToHex, utf8 } from "../crypto/encoding";
-import type { ReconcileConfig } from "../env";
 import { readBodyCapped } from "../ingress/body";
 import { errorMessage } from "../log";
+import type { ProviderApi } from "../providers/types";
 
 /** A provider answer's body, at most `cap` bytes (it is untrusted input), or null when larger. */
 async function readCapped(res: Response, cap: number): Promise<Uint8Array | null> {
@@ -21,7 +22,7 @@ async function readCapped(res: Response, cap: number): Promise<Uint8Array | null
 import type { Result } from "../result";
 import { backoff } from "../time";
 
-/** BlooBank's published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
+/** The published best practices: a bounded timeout (<= 3 s) on every call to the provider (docs/providers.md 1.5). */
 export const REQUEST_TIMEOUT_MS = 3_000;
 export const MAX_ATTEMPTS = 3;
 /** A Retry-After longer than this is not slept through; the job is re-queued with at least that delay. */
@@ -110,15 +111,21 @@ export function backoffMs(attempt: number, random: () => number): number {
 	return Math.round(backoff(attempt, 250, Number.POSITIVE_INFINITY) * (0.5 + random()));
 }
 
-export class BlooBankClient {
+/** A sender's API and its parsed credentials: what the client needs to call it. */
+export interface ApiTarget {
+	api: ProviderApi;
+	credentials: unknown;
+}
+
+export class ApiClient {
 	constructor(
-		private readonly config: ReconcileConfig,
+		private readonly target: ApiTarget,
 		private readonly deps: ClientDeps = defaultDeps(),
 	) {}
 
 	/** The exact URL sent: its path and query are what the signature covers. */
 	listUrl(wallet: string, params: { filter: string; orderBy: string; pageToken: string | null }): URL {
-		const url = new URL(`${this.config.baseUrl}/wallets/${encodeURIComponent(wallet)}/paymentOrders`);
+		const url = this.target.api.listUrl(this.target.credentials, wallet);
 		url.searchParams.set("filter", params.filter);
 		url.searchParams.set("order_by", params.orderBy);
 		url.searchParams.set("page_size", String(PAGE_SIZE));
@@ -126,7 +133,7 @@ export class BlooBankClient {
 		return url;
 	}
 
-	async listPaymentOrders(
+	async listPage(
 		wallet: string,
 		params: { filter: string; orderBy: string; pageToken: string | null },
 	): Promise<ApiResult<OrdersPage>> {
@@ -155,33 +162,9 @@ export class BlooBankClient {
 		};
 	}
 
-	/** `GET /wallets/{wallet}/paymentOrders/{id}`: one order as the provider holds it now. */
-	async getPaymentOrder(wallet: string, id: string): Promise<ApiResult<unknown>> {
-		const url = new URL(
-			`${this.config.baseUrl}/wallets/${encodeURIComponent(wallet)}/paymentOrders/${encodeURIComponent(id)}`,
-		);
-		return this.request(url);
-	}
-
-	private async signedHeaders(method: string, url: URL, body: Uint8Array): Promise<Headers> {
-		const requestId = crypto.randomUUID();
-		const timestamp = String(this.deps.now());
-		const pathname = `${url.pathname}${url.search}`;
-		const canonical = canonicalString({
-			accessKey: this.config.accessKey,
-			requestId,
-			timestamp,
-			method,
-			pathname,
-			bodySha256Hex: bytesToHex(await sha256(body)),
-		});
-		return new Headers({
-			accept: "application/json",
-			"x-access-key": this.config.accessKey,
-			"x-access-timestamp": timestamp,
-			"x-access-request-id": requestId,
-			"x-access-signature": await signCanonical(canonical, this.config.privateKey, this.config.signatureFormat),
-		});
+	/** One resource as the provider holds it now. */
+	async getOne(wallet: string, id: string): Promise<ApiResult<unknown>> {
+		return this.request(this.target.api.itemUrl(this.target.credentials, wallet, id));
 	}
 
 	private async request(url: URL): Promise<ApiResult<unknown>> {
@@ -196,7 +179,7 @@ export class BlooBankClient {
 			let res: Response;
 			try {
 				// Signed per attempt: a fresh request id and timestamp every time.
-				const headers = await this.signedHeaders("GET", url, utf8(""));
+				const headers = await this.target.api.signedHeaders(this.target.credentials, "GET", url, this.deps.now());
 				res = await this.deps.fetch(url.toString(), {
 					method: "GET",
 					headers,

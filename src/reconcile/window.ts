@@ -1,6 +1,6 @@
 /**
  * A RECONCILE job: page the list API over one window, compare each page with local versions in
- * one query, and send every order that is missing locally or newer than ours to EVENTS as a
+ * one query, and send every resource that is missing locally or newer than ours to EVENTS as a
  * snapshot, so the single writer applies it and first-observation effects fire as for webhooks.
  * At most MAX_PAGES_PER_INVOCATION pages per invocation; the resume point is stored in D1 and a
  * continuation job is queued. Memory holds one page at a time.
@@ -17,16 +17,15 @@ import {
 	type WindowProgressRow,
 	type WindowStatus,
 } from "../db/reconcile";
-import { orderVersions } from "../db/resources";
+import { resourceVersions } from "../db/resources";
 import { layoutHolds, type Shard, type Shards, shardOfResource } from "../db/shards";
-import { type Env, getShards, parseReconcileConfig } from "../env";
+import { type Env, getShards, parseReconcileConfig, type ReconcileConfig } from "../env";
 import { errorMessage, log } from "../log";
-import { blooBankOrderSnapshot } from "../providers/bloobank";
 import type { ResourceSnapshot } from "../providers/types";
 import { messageBytes, sendSnapshotMessages } from "../queue/enqueue";
 import type { ReconcileJob, SnapshotMessage } from "../queue/messages";
 import { backoff, iso } from "../time";
-import { BlooBankClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS } from "./client";
+import { ApiClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS } from "./client";
 
 /** 10 pages: <= 30 API attempts + 10 queue sends + 1 continuation, under the free plan's 50 subrequests. */
 export const MAX_PAGES_PER_INVOCATION = 10;
@@ -60,31 +59,40 @@ interface Progress {
 /** Sends the snapshots (each naming its window); returns those too large for a queue message, unsent. */
 async function sendSnapshots(
 	env: Env,
+	config: ReconcileConfig,
 	job: ReconcileJob,
 	snapshots: ResourceSnapshot[],
 ): Promise<{ sent: number; tooLarge: { id: string; bytes: number }[] }> {
 	const window = { wallet: job.wallet, idx: job.idx };
+	const provider = config.provider.name;
 	const bodies = snapshots.map(
-		(resource): SnapshotMessage => ({ kind: "snapshot", provider: "bloobank", resource, runId: job.runId, window }),
+		(resource): SnapshotMessage => ({ kind: "snapshot", provider, resource, runId: job.runId, window }),
 	);
 	const { sent, tooLarge } = await sendSnapshotMessages(env.EVENTS, bodies);
 	return { sent, tooLarge: tooLarge.map((m) => ({ id: m.resource.id, bytes: messageBytes(m) })) };
 }
 
 /**
- * One page: the drifted orders, found with one D1 query per shard whatever the page size, the
- * shards in parallel (src/db/shards.ts). Versions are looked up by (wallet, id): an order id is
- * unique only within its wallet (docs/providers.md 1.4).
+ * One page: the drifted resources, found with one D1 query per shard whatever the page size, the
+ * shards in parallel (src/db/shards.ts). Versions are looked up by (wallet, id): an id is unique
+ * only within its wallet (docs/providers.md 1.4).
  */
-async function drifted(shards: Shards, wallet: string, items: ResourceSnapshot[]): Promise<ResourceSnapshot[]> {
+async function drifted(
+	shards: Shards,
+	config: ReconcileConfig,
+	wallet: string,
+	items: ResourceSnapshot[],
+): Promise<ResourceSnapshot[]> {
 	if (items.length === 0) return [];
+	const provider = config.provider.name;
+	const { type } = config.api;
 	const byShard = new Map<Shard, string[]>();
 	for (const i of items) {
-		const shard = shardOfResource(shards, { provider: "bloobank", type: i.type, wallet, id: i.id });
+		const shard = shardOfResource(shards, { provider, type, wallet, id: i.id });
 		byShard.set(shard, [...(byShard.get(shard) ?? []), i.id]);
 	}
 	const found = await Promise.all(
-		[...byShard].map(([shard, ids]) => orderVersions(shard.db, wallet, JSON.stringify(ids))),
+		[...byShard].map(([shard, ids]) => resourceVersions(shard.db, provider, type, wallet, JSON.stringify(ids))),
 	);
 	const local = new Map(found.flat().map((r) => [r.id, r.version]));
 	return items.filter((i) => {
@@ -123,12 +131,13 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 		// Versions looked up under a changed list are not found: every order would look missing.
 		p.failed = "configuration: DB_SHARDS does not match the layout its shards recorded";
 	} else {
-		const { filterField } = parsed.config;
-		const client = new BlooBankClient(parsed.config, deps);
+		const config = parsed.config;
+		const { filterField } = config;
+		const client = new ApiClient(config, deps);
 		const filter = `${filterField}>=${iso(w.from_ms)} AND ${filterField}<${iso(w.to_ms)}`;
 		const pages = pagesPerInvocation(shards.all.length);
 		for (let i = 0; i < pages && !p.done && !p.failed && p.delaySeconds === 0; i++) {
-			const res = await client.listPaymentOrders(job.wallet, {
+			const res = await client.listPage(job.wallet, {
 				filter,
 				orderBy: `${filterField} asc`,
 				pageToken: p.token,
@@ -171,7 +180,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 			const foreign: string[] = [];
 			let malformed = 0;
 			for (const item of res.value.items) {
-				const s = blooBankOrderSnapshot(item, job.wallet);
+				const s = config.api.snapshot(item, job.wallet);
 				if (!s) malformed++;
 				// The list is per wallet: an order naming another wallet is not this window's to apply (ids
 				// are unique only within a wallet, docs/providers.md 1.4). One naming none is the asked wallet's.
@@ -179,15 +188,15 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 				else snapshots.push(s);
 			}
 			if (malformed > 0) {
-				p.errors.push("an item of the list is not a payment order");
-				p.notes.push(`dropped ${malformed} item(s) that are not payment orders`);
+				p.errors.push(`an item of the list is not a ${config.api.type}`);
+				p.notes.push(`dropped ${malformed} item(s) that are not a ${config.api.type}`);
 			}
 			if (foreign.length > 0) {
 				p.notes.push(`dropped ${foreign.length} item(s) of another wallet (${foreign.slice(0, 3).join(", ")})`);
 			}
 			p.seen += res.value.items.length;
-			const repair = await drifted(shards, job.wallet, snapshots);
-			const { sent, tooLarge } = await sendSnapshots(env, job, repair);
+			const repair = await drifted(shards, config, job.wallet, snapshots);
+			const { sent, tooLarge } = await sendSnapshots(env, config, job, repair);
 			// Skipped, not held: it can never fit, so holding the window would stall every later run on it.
 			for (const t of tooLarge.slice(0, 3)) {
 				p.notes.push(`snapshot ${t.id} too large for a queue message (${t.bytes} bytes), skipped`);

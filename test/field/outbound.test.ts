@@ -4,7 +4,7 @@ import { ACCESS_KEY, BASE_URL, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloob
 import { parseConfig, parseReconcileConfig } from "../../src/env";
 import { errorMessage } from "../../src/log";
 import { postAlert } from "../../src/notify";
-import { BlooBankClient, defaultDeps } from "../../src/reconcile/client";
+import { ApiClient, defaultDeps } from "../../src/reconcile/client";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -31,14 +31,14 @@ describe("outbound fetches never follow redirects", () => {
 		} as never);
 		if (!parsed.ok) throw new Error(parsed.error);
 		const seen: RequestInit[] = [];
-		const client = new BlooBankClient(parsed.config, {
+		const client = new ApiClient(parsed.config, {
 			...defaultDeps(),
 			fetch: async (_input, init) => {
 				seen.push(init ?? {});
 				return redirect();
 			},
 		});
-		const res = await client.listPaymentOrders("w1", { filter: "x", orderBy: "updatedAt asc", pageToken: null });
+		const res = await client.listPage("w1", { filter: "x", orderBy: "updatedAt asc", pageToken: null });
 		expect(res.ok).toBe(false);
 		expect(seen.every((i) => i.redirect === "manual")).toBe(true);
 	});

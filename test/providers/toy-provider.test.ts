@@ -2,13 +2,17 @@
  * Adding a provider is one file plus one registry entry: a toy sender, written here as a forker
  * would write src/providers/<name>.ts, is registered and passes the whole conformance suite
  * without any other change to src/, signed by the tools' shared signer (scripts/sim/signing.ts),
- * and the simulator plays it against the Worker without any change to scripts/.
+ * and the simulator plays it against the Worker without any change to scripts/. Given an `api` in
+ * the same file (its URLs, its own request signing, its items), reconciliation and the refresh
+ * call that sender instead, again without any other change.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { signDelivery, simProviders } from "../../scripts/sim/signing";
 import { ConfigError } from "../../src/config";
 import { concatBytes, utf8 } from "../../src/crypto/encoding";
-import { providers } from "../../src/providers";
+import worker from "../../src/index";
+import { PROVIDER_NAMES, providers } from "../../src/providers";
 import type { ProviderName } from "../../src/providers/model";
 import {
 	checkTimestamp,
@@ -24,12 +28,15 @@ import {
 	isRecord,
 	type ParseResult,
 	type Provider,
+	type ProviderApi,
 	parseObject,
 } from "../../src/providers/types";
+import { QUEUE_NAMES, type QueueMessage, type ReconcileJob } from "../../src/queue/messages";
+import { consume } from "../support/apply";
 import { conformanceSuite } from "../support/conformance";
 import type { Sender } from "../support/senders";
 import { simulateLocally } from "../support/simulation";
-import { call, harness, resetDb } from "../support/worker";
+import { call, type Harness, harness, resetDb, rows } from "../support/worker";
 
 // --- what a forker writes: src/providers/toy.ts -------------------------------------------
 // A registered name outside ProviderName (a forker's file declares it with
@@ -85,6 +92,7 @@ function parseToy(body: string, _headers: Headers, settings: ToySettings): Parse
 
 const toy: Provider<ToySettings> = {
 	name: TOY,
+	label: "Toy",
 	secretsVariable: "TOY_WEBHOOK_SECRETS" as never,
 	variables: ["TOY_WEBHOOK_SECRETS", "TOY_IGNORE_KINDS"] as never,
 	publishedSecrets: [],
@@ -177,5 +185,130 @@ describe("the tools play a provider registered by one registry entry", () => {
 		const headers = await toySender.headers(body, { messageId: "toy-msg-1", secret: "not-a-toy-secret-0123456789" });
 		const res = await call(h, new Request("https://receiver.test/webhooks/toy", { method: "POST", headers, body }));
 		expect(res.status).toBe(401);
+	});
+});
+
+// --- a forker's sender with an API: the same file, plus `api` ------------------------------
+// Its list is `GET {base}/accounts/{account}/things`, one thing `.../things/{id}`, each request
+// carrying a bearer token; a thing's version is its `at` (ms).
+interface ToyCredentials {
+	base: string;
+	token: string;
+}
+const toyApi: ProviderApi<ToyCredentials, ToySettings> = {
+	type: "thing",
+	accountsVariable: "TOY_ACCOUNTS" as never,
+	credentials: (env) => {
+		const vars = env as unknown as Record<string, string | undefined>;
+		if (!vars.TOY_API_TOKEN) return { ok: false, error: "TOY_API_TOKEN is not set" };
+		return { ok: true, value: { base: vars.TOY_API_BASE ?? "https://toy.test/v2", token: vars.TOY_API_TOKEN } };
+	},
+	listUrl: (c, account) => new URL(`${c.base}/accounts/${account}/things`),
+	itemUrl: (c, account, id) => new URL(`${c.base}/accounts/${account}/things/${id}`),
+	signedHeaders: async (c) => new Headers({ authorization: `Bearer ${c.token}` }),
+	snapshot: (item, account) => {
+		if (!isRecord(item) || !idString(item.id) || typeof item.status !== "string") return null;
+		const version = epochMs(item.at);
+		if (version === null) return null;
+		return {
+			type: "thing",
+			id: String(item.id),
+			wallet: account,
+			version,
+			status: item.status.toUpperCase(),
+			data: item,
+		};
+	},
+	refreshAfterMs: () => null,
+};
+// -------------------------------------------------------------------------------------------
+
+describe("a sender that declares an api is the one reconciliation and the refresh call", () => {
+	const adminToken = "toy-admin-token-0123456789abcdef0123456789";
+	const TOKEN = "toy-api-token-0123456789";
+	const things = [
+		{ id: "t1", status: "open", at: at(1) },
+		{ id: "t2", status: "done", at: at(2) },
+	];
+	const seen: { path: string; authorization: string | null }[] = [];
+	const fakeToyApi = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+		const req = new Request(input, init);
+		const url = new URL(req.url);
+		seen.push({ path: url.pathname, authorization: req.headers.get("authorization") });
+		if (req.headers.get("authorization") !== `Bearer ${TOKEN}`) return new Response(null, { status: 401 });
+		if (url.pathname === "/v2/accounts/acct-1/things") return Response.json({ items: things, nextPageToken: null });
+		const one = things.find((t) => url.pathname === `/v2/accounts/acct-1/things/${t.id}`);
+		return one ? Response.json({ ...one, status: "closed", at: at(3) }) : new Response(null, { status: 404 });
+	};
+	const withoutApi = (p: Provider): Provider => {
+		const { api: _, ...rest } = p;
+		return rest;
+	};
+	const before = { ...registry };
+	beforeAll(() => {
+		// The template's sender loses its `api`; the toy's file gains one. Nothing else changes.
+		for (const [name, p] of Object.entries(registry)) registry[name] = withoutApi(p);
+		registry.toy = { ...toy, api: toyApi as ProviderApi };
+	});
+	afterAll(() => {
+		for (const name of Object.keys(registry)) delete registry[name];
+		Object.assign(registry, before);
+	});
+	beforeEach(() => {
+		seen.length = 0;
+		vi.spyOn(globalThis, "fetch").mockImplementation(fakeToyApi);
+	});
+	afterEach(() => vi.restoreAllMocks());
+
+	const VARS = {
+		...(TOY_VARS as object),
+		TOY_API_TOKEN: TOKEN,
+		TOY_ACCOUNTS: "acct-1",
+		ADMIN_TOKEN: adminToken,
+	} as never;
+	const post = (h: Harness, path: string) =>
+		call(
+			h,
+			new Request(`https://receiver.test${path}`, {
+				method: "POST",
+				headers: { authorization: `Bearer ${adminToken}` },
+			}),
+		);
+
+	it("a reconciliation run lists the toy's things through its URLs and token, and applies them", async () => {
+		const h = harness(VARS);
+		expect((await post(h, "/admin/reconcile")).status).toBe(202);
+		for (const job of h.reconcile.sent) {
+			const batch = createMessageBatch<ReconcileJob>(QUEUE_NAMES.reconcile, [
+				{ id: "r-1", timestamp: new Date(), attempts: 1, body: job as ReconcileJob },
+			]);
+			const ctx = createExecutionContext();
+			await worker.queue(batch, h.env, ctx);
+			await getQueueResult(batch, ctx);
+		}
+		expect(seen.length).toBeGreaterThan(0);
+		expect(seen.every((r) => r.path === "/v2/accounts/acct-1/things" && r.authorization === `Bearer ${TOKEN}`)).toBe(
+			true,
+		);
+		await consume(h, h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[]);
+		expect(await rows("SELECT provider, type, wallet, id, status, source FROM resources ORDER BY id")).toEqual([
+			{ provider: "toy", type: "thing", wallet: "acct-1", id: "t1", status: "OPEN", source: "reconcile" },
+			{ provider: "toy", type: "thing", wallet: "acct-1", id: "t2", status: "DONE", source: "reconcile" },
+		]);
+		const [run] = await rows<{ status: string }>("SELECT status FROM reconcile_runs");
+		expect(run?.status).toBe("done");
+	});
+
+	it("the refresh fetches one toy thing; the template's sender, declaring no api now, has none", async () => {
+		const h = harness(VARS);
+		const res = await post(h, "/admin/resources/toy/thing/t2/refresh?wallet=acct-1");
+		expect(res.status).toBe(202);
+		expect(await res.json()).toMatchObject({ queued: true, wallet: "acct-1", id: "t2", status: "CLOSED" });
+		expect(seen).toEqual([{ path: "/v2/accounts/acct-1/things/t2", authorization: `Bearer ${TOKEN}` }]);
+		await consume(h, h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[]);
+		expect(await rows("SELECT id, status FROM resources")).toEqual([{ id: "t2", status: "CLOSED" }]);
+		const other = PROVIDER_NAMES.find((n) => n !== TOY) ?? "";
+		const otherType = registry[other]?.lookupType ?? "";
+		expect((await post(h, `/admin/resources/${other}/${otherType}/x/refresh?wallet=w`)).status).toBe(404);
 	});
 });

@@ -16,7 +16,7 @@ import { MAX_SNAPSHOT_MESSAGE_BYTES, messageBytes } from "../../src/queue/enqueu
 import type { QueueMessage, ReconcileJob, SnapshotMessage } from "../../src/queue/messages";
 import { QUEUE_NAMES } from "../../src/queue/messages";
 import {
-	BlooBankClient,
+	ApiClient,
 	type ClientDeps,
 	MAX_ATTEMPTS,
 	MAX_INLINE_RETRY_AFTER_MS,
@@ -326,8 +326,8 @@ describe("provider errors", () => {
 			timeoutMs: 50,
 		};
 		fake.seed(1);
-		const client = new BlooBankClient(parsed.config, deps);
-		const res = await client.listPaymentOrders("w1", {
+		const client = new ApiClient(parsed.config, deps);
+		const res = await client.listPage("w1", {
 			filter: "updatedAt>=2000-01-01T00:00:00Z AND updatedAt<2100-01-01T00:00:00Z",
 			orderBy: "updatedAt asc",
 			pageToken: null,
@@ -574,7 +574,7 @@ describe("rate limiting is bounded", () => {
 				() => () => new Response(null, { status: 429, headers: header === null ? {} : { "retry-after": header } }),
 			),
 		);
-		const res = await new BlooBankClient(parsed.config, deps).listPaymentOrders("w1", {
+		const res = await new ApiClient(parsed.config, deps).listPage("w1", {
 			filter: "updatedAt>=2000-01-01T00:00:00Z AND updatedAt<2100-01-01T00:00:00Z",
 			orderBy: "updatedAt asc",
 			pageToken: null,
