@@ -2,15 +2,15 @@
  * npm run bench:flood — what a flood of unauthenticated junk costs the receiver, on loopback.
  * 1. D1 round trips caused by JUNK (default 10,000) junk requests alone: random provider names,
  *    unsigned bodies, bad signatures (src/ingress/rejections.ts: no D1 write per rejection).
- * 2. Genuine deliveries' latency (the bench's sender, bench/sender.ts) with and without a flood running at the same time
- *    (goal: p50 under 1.5x the quiet run's).
+ * 2. Genuine deliveries' latency (the bench's sender, bench/sender.ts) with and without a flood
+ *    running at the same time (goal: p50 under 1.5x the quiet run's).
  * Prints figures and writes bench/results/flood.json; asserts nothing. The flood is bounded in
  * requests and in time. On a 2-core machine the load generator shares the CPU with workerd, so
  * part of any slowdown is the generator's own CPU.
  */
 import { drive, RECEIVER_PATH, RECEIVER_VARS, signedBatch } from "./ingress";
 import { migrate, saveResults, startWorker } from "./lib";
-import { type BenchDelivery, benchDelivery, WRONG_SECRET } from "./sender";
+import { type BenchDelivery, benchDelivery, benchState, WRONG_SECRET } from "./sender";
 
 const JUNK = Number(process.env.BENCH_JUNK ?? 10_000);
 const GENUINE = Number(process.env.BENCH_GENUINE ?? 600);
@@ -33,15 +33,7 @@ function wrongMac(): Promise<BenchDelivery> {
 	const now = Date.now();
 	const second = Math.floor(now / 1000);
 	if (wronglySigned?.second !== second) {
-		const state = {
-			id: "junk",
-			version: 1,
-			status: "PENDING",
-			amount: 1,
-			currency: "BRL",
-			direction: "IN" as const,
-			at: now,
-		};
+		const state = benchState("junk", 1, "PENDING", now, 1);
 		wronglySigned = { second, delivery: benchDelivery(`junk-${second}`, state, now, WRONG_SECRET) };
 	}
 	return wronglySigned.delivery;

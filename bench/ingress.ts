@@ -1,9 +1,9 @@
 /**
  * npm run bench (first part) — the receiver against a no-op Worker that only reads the body and
  * answers 200, both started locally, driven with the same signed deliveries of the bench's sender
- * (bench/sender.ts: the registry's first) at
- * concurrency 1, 8 and 32. Prints requests per second, p50/p95/p99 ack latency, the ratio to the
- * no-op, and D1 round trips per delivery; writes bench/results/ingress.json. Asserts nothing.
+ * (bench/sender.ts: the registry's first) at concurrency 1, 8 and 32. Prints requests per second,
+ * p50/p95/p99 ack latency, the ratio to the no-op, and D1 round trips per delivery; writes
+ * bench/results/ingress.json. Asserts nothing.
  * Beside the no-op it drives the same Worker with the work docs/design.md puts before every new
  * delivery's 2xx (one D1 write, then one queue send), so the figures separate what the design
  * costs on this runtime from what the receiver's own code adds.
@@ -17,7 +17,7 @@
 import { readFileSync } from "node:fs";
 import { saveChart } from "./chart";
 import { migrate, pidsOf, saveResults, startWorker, workerdPids } from "./lib";
-import { BENCH_PATH, BENCH_SENDER, BENCH_SENDER_VARS, benchDelivery, signedAgain } from "./sender";
+import { BENCH_PATH, BENCH_SENDER, BENCH_SENDER_VARS, benchDelivery, benchState, signedAgain } from "./sender";
 
 /** CPU seconds (user + system) these processes have used, from /proc/<pid>/stat; null elsewhere. */
 export function cpuSeconds(pids: number[]): number | null {
@@ -60,15 +60,7 @@ export async function signedBatch(n: number): Promise<Signed[]> {
 	const out: Signed[] = [];
 	for (let i = 0; i < n; i++) {
 		const messageId = `bench-${Date.now()}-${seq++}`;
-		const state = {
-			id: `ord_${messageId}`,
-			version: 1 + (i % 4),
-			status: "PENDING",
-			amount: 100,
-			currency: "BRL",
-			direction: "IN" as const,
-			at: Date.now(),
-		};
+		const state = benchState(`ord_${messageId}`, 1 + (i % 4), "PENDING", Date.now());
 		out.push({ messageId, ...(await benchDelivery(messageId, state)) });
 	}
 	return out;
