@@ -7,39 +7,45 @@
 import { CountingD1 } from "../fixtures/bindings";
 import { consumeEvents } from "../src/apply/consumer";
 import type { Env } from "../src/env";
-import { effectsFor } from "../src/providers";
-import { bloobank } from "../src/providers/bloobank";
+import { effectsFor, storedHeaders } from "../src/providers";
 import type { QueueMessage } from "../src/queue/messages";
 import { QUEUE_NAMES } from "../src/queue/messages";
+import { BENCH_SENDER, benchDelivery, benchState, storedAs } from "./sender";
 
 const STATUSES = ["PENDING", "PROCESSING", "SUCCESS", "FAILED"];
 
-async function seed(db: D1Database, run: string, batch: number, size: number): Promise<{ id: number; mid: string }[]> {
-	const rows = Array.from({ length: size }, (_, i) => {
-		const mid = `${run}-${batch}-${i}`;
-		const body = {
-			event: "payment_order.updated",
-			messageId: mid,
-			deliveryAttempt: 1,
-			data: {
-				id: `ord-${run}-${batch}-${i}`,
-				wallet: "w1",
-				ordVersion: 1 + (i % 3),
-				status: STATUSES[i % STATUSES.length],
-				amount: 1000 + i,
-				currency: "BRL",
-				direction: "IN",
-			},
-		};
-		return { mid, raw: JSON.stringify(body) };
-	});
+/** Seeds `size` deliveries of the bench's sender, one new resource each, as ingress would have stored them. */
+async function seed(
+	db: D1Database,
+	env: Env,
+	run: string,
+	batch: number,
+	size: number,
+): Promise<{ id: number; mid: string }[]> {
+	const now = Date.now();
+	const rows = await Promise.all(
+		Array.from({ length: size }, async (_, i) => {
+			const mid = `${run}-${batch}-${i}`;
+			const state = benchState(
+				`ord-${run}-${batch}-${i}`,
+				1 + (i % 3),
+				STATUSES[i % STATUSES.length] ?? "",
+				now,
+				1000 + i,
+			);
+			const delivery = await benchDelivery(mid, state, now);
+			const stored = storedAs(delivery, env);
+			if (!stored) throw new Error(`${BENCH_SENDER.name} does not parse its own sample body`);
+			return { mid, raw: delivery.body, event: stored.event, headers: stored.headers };
+		}),
+	);
 	const { results } = await db
 		.prepare(
-			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, received_at, status_at)
-       SELECT 'bloobank', value->>'mid', 'payment_order.updated', 'enqueued', value->>'raw', length(value->>'raw'), ?2, ?2
+			`INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, headers, received_at, status_at)
+       SELECT ?3, value->>'mid', value->>'event', 'enqueued', value->>'raw', length(value->>'raw'), value->>'headers', ?2, ?2
        FROM json_each(?1) RETURNING id, message_id AS mid`,
 		)
-		.bind(JSON.stringify(rows), Date.now())
+		.bind(JSON.stringify(rows), now, BENCH_SENDER.name)
 		.all<{ id: number; mid: string }>();
 	return results;
 }
@@ -49,7 +55,7 @@ function fakeBatch(rows: { id: number; mid: string }[]): MessageBatch<QueueMessa
 		id: String(i),
 		timestamp: new Date(),
 		attempts: 1,
-		body: { kind: "delivery", deliveryId: r.id, provider: "bloobank", messageId: r.mid } as QueueMessage,
+		body: { kind: "delivery", deliveryId: r.id, provider: BENCH_SENDER.name, messageId: r.mid } as QueueMessage,
 		ack() {},
 		retry() {},
 	}));
@@ -62,32 +68,36 @@ async function naiveConsume(batch: MessageBatch<QueueMessage>, env: Env): Promis
 	for (const m of batch.messages) {
 		if (m.body.kind !== "delivery") continue;
 		const row = await db
-			.prepare("SELECT raw_body FROM deliveries WHERE id = ?")
+			.prepare("SELECT raw_body, headers FROM deliveries WHERE id = ?")
 			.bind(m.body.deliveryId)
-			.first<{ raw_body: string }>();
-		const parsed = bloobank.parse(row?.raw_body ?? "", new Headers(), bloobank.settings(env));
+			.first<{ raw_body: string; headers: string | null }>();
+		const parsed = BENCH_SENDER.parse(
+			row?.raw_body ?? "",
+			storedHeaders(row?.headers ?? null),
+			BENCH_SENDER.settings(env),
+		);
 		if (!parsed.ok || !parsed.event.resource) continue;
 		const r = parsed.event.resource;
 		await db
 			.prepare(
 				`INSERT INTO resources (provider, type, id, wallet, version, status, data, updated_at, source)
-         VALUES ('bloobank', ?1, ?2, coalesce(?3, ''), ?4, ?5, ?6, ?7, 'webhook')
+         VALUES (?8, ?1, ?2, coalesce(?3, ''), ?4, ?5, ?6, ?7, 'webhook')
          ON CONFLICT (provider, type, wallet, id) DO UPDATE SET version = excluded.version, status = excluded.status,
            data = excluded.data, updated_at = excluded.updated_at WHERE excluded.version > resources.version`,
 			)
-			.bind(r.type, r.id, r.wallet, r.version, r.status, JSON.stringify(r.data), Date.now())
+			.bind(r.type, r.id, r.wallet, r.version, r.status, JSON.stringify(r.data), Date.now(), BENCH_SENDER.name)
 			.run();
 		await db
 			.prepare("UPDATE deliveries SET status = 'processed', processed_at = ?2 WHERE id = ?1")
 			.bind(m.body.deliveryId, Date.now())
 			.run();
-		for (const e of effectsFor(bloobank, r)) {
+		for (const e of effectsFor(BENCH_SENDER, r)) {
 			const ins = await db
 				.prepare(
 					`INSERT INTO effects (provider, resource_type, resource_wallet, resource_id, kind, status, payload, created_at)
-           VALUES ('bloobank', ?1, coalesce(?6, ''), ?2, ?3, 'pending', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id`,
+           VALUES (?7, ?1, coalesce(?6, ''), ?2, ?3, 'pending', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id`,
 				)
-				.bind(r.type, r.id, e.kind, JSON.stringify(e.payload), Date.now(), r.wallet)
+				.bind(r.type, r.id, e.kind, JSON.stringify(e.payload), Date.now(), r.wallet, BENCH_SENDER.name)
 				.first<{ id: number }>();
 			if (!ins) continue;
 			if (e.kind === "settled") {
@@ -123,7 +133,7 @@ export default {
 			let elapsed = 0;
 			let roundTrips = 0;
 			for (let b = 0; b < batches; b++) {
-				const rows = await seed(env.DB, run, b, size);
+				const rows = await seed(env.DB, env, run, b, size);
 				const db = new CountingD1(env.DB);
 				const benchEnv = { ...env, DB: db.asD1() };
 				const start = performance.now();

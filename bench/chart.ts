@@ -5,6 +5,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { BENCH_SENDER } from "./sender";
 
 const W = 720;
 const H = 360;
@@ -99,7 +100,7 @@ export function ingressSvg(rows: IngressRow[], note = ""): string {
 	);
 	return frame(
 		"Ingress: requests per second (higher is better)",
-		`new signed BlooBank deliveries, local workerd${note ? `; ${note}` : ""}`,
+		`new signed ${BENCH_SENDER.name} deliveries, local workerd${note ? `; ${note}` : ""}`,
 		body,
 		top,
 		"requests / s",

@@ -8,6 +8,7 @@
 import path from "node:path";
 import { PROVIDER_NAMES } from "../src/providers";
 import { migrate, saveResults, startWorker } from "./lib";
+import { BENCH_RESOURCE_TYPE, BENCH_SENDER, BENCH_SENDER_VARS } from "./sender";
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 100_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
@@ -17,6 +18,7 @@ const TOKEN = "bench-console-admin-token-0123456789abcdef";
 const worker = await startWorker(
 	path.join(import.meta.dirname, "console.worker.ts"),
 	path.join(import.meta.dirname, "wrangler.console.toml"),
+	{ ...BENCH_SENDER_VARS },
 );
 try {
 	await migrate(worker, "/__bench/setup");
@@ -44,17 +46,19 @@ try {
 
 	const first = await worker.fetch("/console/deliveries", { headers: { cookie } });
 	const cursor = /href="\/console\/deliveries\?cursor=(c\d+)"/.exec(await first.text())?.[1];
+	// The seed gives delivery i the sender PROVIDER_NAMES[i % their number] (bench/console.worker.ts).
+	const senders = PROVIDER_NAMES.length;
 	const pages = [
 		"/console",
 		"/console/deliveries",
 		`/console/deliveries?cursor=${cursor}`,
-		// The seed spreads deliveries over every registered sender (bench/console.worker.ts).
-		`/console/deliveries?provider=${PROVIDER_NAMES[1]}`,
+		`/console/deliveries?provider=${PROVIDER_NAMES[1 % senders]}`,
 		"/console/deliveries?status=failed",
-		`/console/deliveries?status=enqueued&provider=${PROVIDER_NAMES[2]}`,
+		`/console/deliveries?status=enqueued&provider=${PROVIDER_NAMES[2 % senders]}`,
 		"/console/deliveries?messageId=bench-54321",
-		"/console/deliveries/bloobank/bench-54320",
-		"/console/resources/bloobank/payment_order/ord-100",
+		// A delivery of the first sender (the bench's), and the resource seeded as its.
+		`/console/deliveries/${BENCH_SENDER.name}/bench-${54320 - (54320 % senders)}`,
+		`/console/resources/${BENCH_SENDER.name}/${BENCH_RESOURCE_TYPE}/ord-100`,
 		"/console/effects",
 		"/console/reconcile",
 		"/console/alerts",

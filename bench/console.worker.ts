@@ -9,6 +9,7 @@ import type { Env } from "../src/env";
 import worker from "../src/index";
 import { PROVIDER_NAMES } from "../src/providers";
 import type { QueueMessage, ReconcileJob } from "../src/queue/messages";
+import { BENCH_RESOURCE_TYPE, BENCH_SENDER, benchDelivery, benchState, storedAs } from "./sender";
 
 let counting: CountingD1 | null = null;
 let wrapped: Env | null = null;
@@ -21,26 +22,30 @@ const STATUSES = [
 	"enqueued",
 ];
 
-/** Seeds `count` deliveries with ids `from..`, received over the 24 h before `nowMs`, in one statement. */
-function seedStatement(db: D1Database, from: number, count: number, nowMs: number): D1PreparedStatement {
+/**
+ * Seeds `count` deliveries with ids `from..`, received over the 24 h before `nowMs`, in one
+ * statement. Spread over every registered sender; each carries the event name and resource type
+ * of the bench's sender (`event`, BENCH_RESOURCE_TYPE).
+ */
+function seedStatement(db: D1Database, from: number, count: number, nowMs: number, event: string): D1PreparedStatement {
 	return db
 		.prepare(
 			`WITH RECURSIVE n(i) AS (SELECT CAST(?1 AS INTEGER) UNION ALL SELECT i + 1 FROM n WHERE i < CAST(?1 AS INTEGER) + CAST(?2 AS INTEGER) - 1)
        INSERT INTO deliveries (provider, message_id, event, status, raw_body, body_bytes, resource_type,
          resource_wallet, resource_id, resource_version, received_at, status_at, attempts, duplicates,
          processed_at, ack_ms, event_at)
-       SELECT json_extract(?4, '$[' || (i % 4) || ']'), 'bench-' || i, 'payment_order.updated',
+       SELECT json_extract(?4, '$[' || (i % json_array_length(?4)) || ']'), 'bench-' || i, ?6,
          json_extract(?5, '$[' || (i % 100) || ']'),
-         json_object('event', 'payment_order.updated', 'messageId', 'bench-' || i,
+         json_object('event', ?6, 'messageId', 'bench-' || i,
            'data', json_object('id', 'ord-' || (i / 3), 'wallet', 'w1', 'ordVersion', 1 + i % 3, 'status', 'SUCCESS',
              'amount', 1000 + i, 'currency', 'BRL', 'direction', 'IN')),
-         220, 'payment_order', 'w1', 'ord-' || (i / 3), 1 + i % 3,
+         220, ?7, 'w1', 'ord-' || (i / 3), 1 + i % 3,
          CAST(?3 AS INTEGER) - (i * 86400000 / 100000) % 86400000, CAST(?3 AS INTEGER) - (i * 86400000 / 100000) % 86400000 + 40,
          1, i % 50 = 0, CAST(?3 AS INTEGER) - (i * 86400000 / 100000) % 86400000 + 300, 5 + abs(random() % 60),
          CAST(?3 AS INTEGER) - (i * 86400000 / 100000) % 86400000 - 200 - abs(random() % 2000)
        FROM n`,
 		)
-		.bind(from, count, nowMs, JSON.stringify(PROVIDER_NAMES), JSON.stringify(STATUSES));
+		.bind(from, count, nowMs, JSON.stringify(PROVIDER_NAMES), JSON.stringify(STATUSES), event, BENCH_RESOURCE_TYPE);
 }
 
 export default {
@@ -58,13 +63,16 @@ export default {
 				const from = Number(url.searchParams.get("from"));
 				const count = Number(url.searchParams.get("count"));
 				const nowMs = Number(url.searchParams.get("now"));
+				// The event name the bench's sender gives a settled resource, as its parser reads it.
+				const sample = await benchDelivery("bench-0", benchState("ord-0", 1, "SUCCESS", nowMs), nowMs);
+				const event = storedAs(sample, env)?.event ?? "";
 				await env.DB.batch([
-					seedStatement(env.DB, from, count, nowMs),
+					seedStatement(env.DB, from, count, nowMs, event),
 					// One resource for the resource page; its deliveries are bench-300..302.
 					env.DB.prepare(
 						`INSERT OR IGNORE INTO resources (provider, type, id, wallet, version, status, data, updated_at, source)
-             VALUES ('bloobank', 'payment_order', 'ord-100', 'w1', 3, 'SUCCESS', '{"id":"ord-100"}', ?1, 'webhook')`,
-					).bind(nowMs),
+             VALUES (?2, ?3, 'ord-100', 'w1', 3, 'SUCCESS', '{"id":"ord-100"}', ?1, 'webhook')`,
+					).bind(nowMs, BENCH_SENDER.name, BENCH_RESOURCE_TYPE),
 				]);
 				return Response.json({ ok: true });
 			}

@@ -2,14 +2,15 @@
  * npm run bench:flood — what a flood of unauthenticated junk costs the receiver, on loopback.
  * 1. D1 round trips caused by JUNK (default 10,000) junk requests alone: random provider names,
  *    unsigned bodies, bad signatures (src/ingress/rejections.ts: no D1 write per rejection).
- * 2. Genuine BlooBank deliveries' latency with and without a flood running at the same time
- *    (goal: p50 under 1.5x the quiet run's).
+ * 2. Genuine deliveries' latency (the bench's sender, bench/sender.ts) with and without a flood
+ *    running at the same time (goal: p50 under 1.5x the quiet run's).
  * Prints figures and writes bench/results/flood.json; asserts nothing. The flood is bounded in
  * requests and in time. On a 2-core machine the load generator shares the CPU with workerd, so
  * part of any slowdown is the generator's own CPU.
  */
-import { drive, SECRET, signedBatch } from "./ingress";
+import { drive, RECEIVER_PATH, RECEIVER_VARS, signedBatch } from "./ingress";
 import { migrate, saveResults, startWorker } from "./lib";
+import { type BenchDelivery, benchDelivery, benchState, WRONG_SECRET } from "./sender";
 
 const JUNK = Number(process.env.BENCH_JUNK ?? 10_000);
 const GENUINE = Number(process.env.BENCH_GENUINE ?? 600);
@@ -21,26 +22,36 @@ const FLOOD_MAX_MS = 120_000;
 
 type Junk = { path: string; headers: Record<string, string>; body: string };
 
-function junk(i: number): Junk {
+/**
+ * A delivery of the bench's sender signed with a secret the receiver does not hold: a well-formed
+ * signature with a fresh timestamp and a wrong MAC, whatever the sender's scheme. Signed again
+ * each second (the timestamp stays fresh however long the flood runs), so the generator spends
+ * no HMAC per request.
+ */
+let wronglySigned: { second: number; delivery: Promise<BenchDelivery> } | null = null;
+function wrongMac(): Promise<BenchDelivery> {
+	const now = Date.now();
+	const second = Math.floor(now / 1000);
+	if (wronglySigned?.second !== second) {
+		const state = benchState("junk", 1, "PENDING", now, 1);
+		wronglySigned = { second, delivery: benchDelivery(`junk-${second}`, state, now, WRONG_SECRET) };
+	}
+	return wronglySigned.delivery;
+}
+
+async function junk(i: number): Promise<Junk> {
 	switch (i % 3) {
 		case 0:
 			return { path: `/webhooks/x${Math.random().toString(36).slice(2, 10)}`, headers: {}, body: "junk" };
 		case 1:
-			return { path: "/webhooks/bloobank", headers: {}, body: "junk" };
+			return { path: RECEIVER_PATH, headers: {}, body: "junk" };
 		default:
-			return {
-				path: "/webhooks/bloobank",
-				headers: {
-					"x-bloobank-signature": `t=${Date.now()},v1=${"0".repeat(64)}`,
-					"x-bloobank-timestamp": String(Date.now()),
-				},
-				body: `{"event":"payment_order.updated","messageId":"junk-${i}"}`,
-			};
+			return { path: RECEIVER_PATH, ...(await wrongMac()) };
 	}
 }
 
 /** The control: a request to the same Worker that does no work (no body, no MAC, no D1). */
-const idle = (): Junk => ({ path: "/healthz", headers: {}, body: "" });
+const idle = async (): Promise<Junk> => ({ path: "/healthz", headers: {}, body: "" });
 
 /** Sends junk from `concurrency` loops until `count` requests, `stop()` or `maxMs`. */
 async function flood(
@@ -49,7 +60,7 @@ async function flood(
 	concurrency: number,
 	maxMs: number,
 	stop = () => false,
-	make: (i: number) => Junk = junk,
+	make: (i: number) => Promise<Junk> = junk,
 ) {
 	let sent = 0;
 	const statuses: Record<number, number> = {};
@@ -57,7 +68,7 @@ async function flood(
 	await Promise.all(
 		Array.from({ length: concurrency }, async () => {
 			while (sent < count && !stop() && performance.now() - started < maxMs) {
-				const j = make(sent++);
+				const j = await make(sent++);
 				const res = await fetch(
 					`${base}${j.path}`,
 					j.body === "" ? {} : { method: "POST", headers: j.headers, body: j.body },
@@ -71,16 +82,13 @@ async function flood(
 	return { sent, statuses, seconds: Math.round(seconds * 10) / 10, rps: Math.round(sent / seconds) };
 }
 
-const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", {
-	BLOOBANK_WEBHOOK_SECRETS: SECRET,
-	ADMIN_TOKEN: "",
-});
+const receiver = await startWorker("bench/receiver.worker.ts", "bench/wrangler.receiver.toml", RECEIVER_VARS);
 const roundTrips = async () =>
 	((await (await receiver.fetch("http://bench/__bench/d1")).json()) as { roundTrips: number }).roundTrips;
 try {
 	await migrate(receiver, "http://bench/__bench/setup");
 	const base = `http://${receiver.address}:${receiver.port}`;
-	const url = `${base}/webhooks/bloobank`;
+	const url = `${base}${RECEIVER_PATH}`;
 	await drive(url, await signedBatch(200), GENUINE_CONCURRENCY);
 	await flood(base, 500, FLOOD_CONCURRENCY, FLOOD_MAX_MS);
 	await new Promise((r) => setTimeout(r, 3_000));

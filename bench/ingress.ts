@@ -1,8 +1,9 @@
 /**
  * npm run bench (first part) — the receiver against a no-op Worker that only reads the body and
- * answers 200, both started locally, driven with the same signed BlooBank deliveries at
- * concurrency 1, 8 and 32. Prints requests per second, p50/p95/p99 ack latency, the ratio to the
- * no-op, and D1 round trips per delivery; writes bench/results/ingress.json. Asserts nothing.
+ * answers 200, both started locally, driven with the same signed deliveries of the bench's sender
+ * (bench/sender.ts: the registry's first) at concurrency 1, 8 and 32. Prints requests per second,
+ * p50/p95/p99 ack latency, the ratio to the no-op, and D1 round trips per delivery; writes
+ * bench/results/ingress.json. Asserts nothing.
  * Beside the no-op it drives the same Worker with the work docs/design.md puts before every new
  * delivery's 2xx (one D1 write, then one queue send), so the figures separate what the design
  * costs on this runtime from what the receiver's own code adds.
@@ -14,9 +15,9 @@
  */
 
 import { readFileSync } from "node:fs";
-import { envelope, signDelivery } from "../scripts/sim/signing";
 import { saveChart } from "./chart";
 import { migrate, pidsOf, saveResults, startWorker, workerdPids } from "./lib";
+import { BENCH_PATH, BENCH_SENDER, BENCH_SENDER_VARS, benchDelivery, benchState, signedAgain } from "./sender";
 
 /** CPU seconds (user + system) these processes have used, from /proc/<pid>/stat; null elsewhere. */
 export function cpuSeconds(pids: number[]): number | null {
@@ -39,10 +40,9 @@ interface D1Counts {
 	rowsWritten: number;
 }
 
-export const SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
-/** What the receiver is started with and where its deliveries go (bench/profile-ingress.ts too). */
-export const RECEIVER_VARS = { BLOOBANK_WEBHOOK_SECRETS: SECRET, ADMIN_TOKEN: "" };
-export const RECEIVER_PATH = "/webhooks/bloobank";
+/** What the receiver is started with and where its deliveries go (bench/flood.ts, bench/profile-ingress.ts too). */
+export const RECEIVER_VARS = { ...BENCH_SENDER_VARS, ADMIN_TOKEN: "" };
+export const RECEIVER_PATH = BENCH_PATH;
 const LEVELS = [
 	{ concurrency: 1, requests: Number(process.env.BENCH_C1 ?? 1500) },
 	{ concurrency: 8, requests: Number(process.env.BENCH_C8 ?? 3000) },
@@ -50,6 +50,7 @@ const LEVELS = [
 ];
 
 interface Signed {
+	messageId: string;
 	body: string;
 	headers: Record<string, string>;
 }
@@ -59,17 +60,8 @@ export async function signedBatch(n: number): Promise<Signed[]> {
 	const out: Signed[] = [];
 	for (let i = 0; i < n; i++) {
 		const messageId = `bench-${Date.now()}-${seq++}`;
-		const state = {
-			id: `ord_${messageId}`,
-			version: 1 + (i % 4),
-			status: "PENDING",
-			amount: 100,
-			currency: "BRL",
-			direction: "IN" as const,
-			at: Date.now(),
-		};
-		const body = envelope("bloobank", messageId, state);
-		out.push({ body, headers: await signDelivery("bloobank", SECRET, body, messageId, Date.now()) });
+		const state = benchState(`ord_${messageId}`, 1 + (i % 4), "PENDING", Date.now());
+		out.push({ messageId, ...(await benchDelivery(messageId, state)) });
 	}
 	return out;
 }
@@ -188,7 +180,7 @@ export async function benchIngress() {
 				`  [${++step}/${LEVELS.length * 4}] ${label} (${Math.round((performance.now() - started) / 1000)} s of about ${Math.ceil(expectedS)} s)\n`,
 			);
 		console.log(
-			"ingress benchmark (BlooBank deliveries, all new; each Worker's queue consumer runs in the same process)",
+			`ingress benchmark (${BENCH_SENDER.name} deliveries, all new; each Worker's queue consumer runs in the same process)`,
 		);
 		console.log("  conc  worker                     rps     p50     p95     p99  vs no-op: rps, p50 added (ms)");
 		const rowsNew = { rows: 0, deliveries: 0 };
@@ -237,10 +229,7 @@ export async function benchIngress() {
 		const c1 = results.find((x) => x.concurrency === 1);
 		// Duplicates: the last level's deliveries once more (re-signed: timestamps must be fresh).
 		const dupLoad = await Promise.all(
-			lastLoad.map(async (x) => ({
-				body: x.body,
-				headers: await signDelivery("bloobank", SECRET, x.body, JSON.parse(x.body).messageId as string, Date.now()),
-			})),
+			lastLoad.map(async (x) => ({ ...x, headers: await signedAgain(x.messageId, x.body, Date.now()) })),
 		);
 		const d0 = (await (await receiver.fetch("http://bench/__bench/d1")).json()) as D1Counts;
 		await drive(receiverUrl, dupLoad, 8);
