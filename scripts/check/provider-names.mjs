@@ -4,8 +4,8 @@
 // reading the registry (src/providers/index.ts). A name counts as a word in any case (`acme`,
 // `ACME_WEBHOOK_SECRETS`, `X-Acme-Signature`), not inside another word (a signature scheme's
 // reference library may carry a sender's name in its package name: it serves every sender of that
-// scheme). docs/ and README.md document the senders and are not counted, nor is this file (its
-// allowance table). fixtures/ holds test doubles shared by the tests and the bench (a fake of a
+// scheme). docs/ and README.md document the senders and are not counted, nor is this file.
+// fixtures/ holds test doubles shared by the tests and the bench (a fake of a
 // sender's API is that sender's by nature): test code, not counted; the bench reaches the fake
 // through fixtures/fake-api.ts, the one place a fork points at its own. Run by .ci/run
 // (`npm run check:imports`).
