@@ -8,7 +8,7 @@
  */
 
 import { CountingD1 } from "../fixtures/bindings";
-import { shardOfResource } from "../src/db/shards";
+import { layoutHolds, shardOfResource } from "../src/db/shards";
 import { type Env, getShards, parseReconcileConfig } from "../src/env";
 import type { ReconcileJob } from "../src/queue/messages";
 import { defaultDeps, PAGE_SIZE } from "../src/reconcile/client";
@@ -40,8 +40,9 @@ const SEED_CHUNK = 2_000;
 /**
  * Local resource rows for orders 0..n-1 (bench/reconcile-orders.ts), each in the shard the
  * receiver places it in. Returns, per shard, the orders placed there (whether held locally or
- * missing) and the rows written. The provider and type come from the driver, which names the
- * sender (scripts/check/provider-names.mjs keeps the files that do few).
+ * missing) and the rows written. The provider and type come from the driver (the sender whose
+ * file declares an `api`). The shards record their layout first, as a deployment's first request
+ * does (src/db/shards.ts): a shard holding data with no layout recorded is refused under several.
  */
 async function seedLocal(
 	env: BenchEnv,
@@ -50,6 +51,7 @@ async function seedLocal(
 	type: string,
 ): Promise<{ placed: number[]; rows: number[] }> {
 	const shards = getShards(env);
+	if (!(await layoutHolds(shards, Date.now()))) throw new Error("DB_SHARDS does not match the recorded layout");
 	const placed = shards.all.map(() => 0);
 	const byShard = shards.all.map((): [string, number][] => []);
 	for (let i = 0; i < n; i++) {
