@@ -31,18 +31,6 @@ async function fetchWith(config: ReconcileConfig, wallet: string, id: string, de
 	return { ok: true, snapshot };
 }
 
-/** The resource as the reconciled sender holds it now, or why not. */
-export async function fetchResource(
-	env: Env,
-	wallet: string,
-	id: string,
-	deps: ClientDeps = defaultDeps(),
-): Promise<FetchResult> {
-	const parsed = parseReconcileConfig(env);
-	if (!parsed.ok) return { ok: false, reason: "not_configured", message: parsed.error };
-	return fetchWith(parsed.config, wallet, id, deps);
-}
-
 /** Fetches the resource and queues it for the one writer; the answer says what was queued. */
 export async function refreshResource(
 	env: Env,
