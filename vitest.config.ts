@@ -15,10 +15,13 @@ const declaredNames = {
 		binding,
 		queue,
 	})),
-	consumers: (wrangler.queues.consumers ?? []).map((c: { queue: string; dead_letter_queue?: string }) => ({
-		queue: c.queue,
-		deadLetterQueue: c.dead_letter_queue ?? null,
-	})),
+	consumers: (wrangler.queues.consumers ?? []).map(
+		(c: { queue: string; dead_letter_queue?: string; max_retries?: number }) => ({
+			queue: c.queue,
+			deadLetterQueue: c.dead_letter_queue ?? null,
+			maxRetries: c.max_retries ?? null,
+		}),
+	),
 	crons: (wrangler.triggers.crons ?? []) as string[],
 	vars: Object.keys(wrangler.vars ?? {}),
 };

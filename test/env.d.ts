@@ -8,7 +8,7 @@ declare global {
 			/** The queue, cron and [vars] names wrangler.toml declares (vitest.config.ts). */
 			TEST_WRANGLER_NAMES: {
 				producers: { binding: string; queue: string }[];
-				consumers: { queue: string; deadLetterQueue: string | null }[];
+				consumers: { queue: string; deadLetterQueue: string | null; maxRetries: number | null }[];
 				crons: string[];
 				vars: string[];
 			};

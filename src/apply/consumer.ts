@@ -404,8 +404,11 @@ async function recordTransientError(db: D1Database, work: readonly ShardWork[], 
  * and replayable. A dead-lettered reconcile snapshot fails its window and run, so the watermark
  * stays before it and the next reconciliation lists the order again (src/reconcile/dead-letters.ts).
  */
-/** The dead-letter queue's max_retries (wrangler.toml): past it a retried message is gone. */
-const MOVED_STATE_LAST_ATTEMPT = 10;
+/**
+ * The dead-letter queue's max_retries (wrangler.toml): past it a retried message is gone. A test
+ * (test/wiring/names.test.ts) fails when the two differ.
+ */
+export const MOVED_STATE_LAST_ATTEMPT = 10;
 
 export async function consumeDeadLetters(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
 	const nowMs = Date.now();

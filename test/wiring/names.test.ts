@@ -5,6 +5,7 @@
  */
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { MOVED_STATE_LAST_ATTEMPT } from "../../src/apply/consumer";
 import { DAILY_RECONCILE_CRON, SWEEP_CRON } from "../../src/cron";
 import { ENV_VAR_NAMES, type UnlistedEnvVars } from "../../src/env";
 import worker from "../../src/index";
@@ -46,6 +47,11 @@ describe("wrangler.toml and the code name the same things", () => {
 			[QUEUE_NAMES.reconcile]: QUEUE_NAMES.reconcileDeadLetter,
 			[QUEUE_NAMES.reconcileDeadLetter]: null,
 		});
+	});
+
+	it("the events dead-letter consumer's last attempt is its max_retries (a moved state retried past it is gone)", () => {
+		const consumer = declared.consumers.find((c) => c.queue === QUEUE_NAMES.eventsDeadLetter);
+		expect(consumer?.maxRetries).toBe(MOVED_STATE_LAST_ATTEMPT);
 	});
 
 	it.each(Object.values(QUEUE_NAMES))(
