@@ -299,6 +299,37 @@ describe("a sender that declares an api is the one reconciliation and the refres
 		expect(run?.status).toBe("done");
 	});
 
+	// Fails today: the toy's parse keys a thing with wallet null, its api.snapshot with the listed
+	// account, and nothing in ProviderApi says the two must agree, so one thing becomes two rows
+	// (and any effect rule would fire twice).
+	it("a thing received by webhook and then listed by reconciliation stays one resource", async () => {
+		const h = harness(VARS);
+		const body = toySender.event("toy-hook-1", "t1", 1, "open");
+		const headers = await toySender.headers(body, { messageId: "toy-hook-1" });
+		const res = await call(
+			h,
+			new Request("https://receiver.test/webhooks/toy", {
+				method: "POST",
+				headers: { "content-type": "application/json", ...headers },
+				body,
+			}),
+		);
+		expect(res.status).toBe(200);
+		await consume(h, [...h.events.sent]);
+		h.events.sent.length = 0;
+		expect((await post(h, "/admin/reconcile")).status).toBe(202);
+		for (const job of h.reconcile.sent) {
+			const batch = createMessageBatch<ReconcileJob>(QUEUE_NAMES.reconcile, [
+				{ id: "r-1", timestamp: new Date(), attempts: 1, body: job as ReconcileJob },
+			]);
+			const ctx = createExecutionContext();
+			await worker.queue(batch, h.env, ctx);
+			await getQueueResult(batch, ctx);
+		}
+		await consume(h, h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[]);
+		expect(await rows("SELECT id, wallet, status FROM resources WHERE id = 't1'")).toHaveLength(1);
+	});
+
 	it("the refresh fetches one toy thing; the template's sender, declaring no api now, has none", async () => {
 		const h = harness(VARS);
 		const res = await post(h, "/admin/resources/toy/thing/t2/refresh?wallet=acct-1");
