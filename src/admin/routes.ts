@@ -100,17 +100,19 @@ export function adminRoutes(): Hono<AppEnv> {
 			const local = await getResource(getShards(c.env), provider, type, id, null);
 			if (local.found === "ambiguous") return c.json({ error: "ambiguous", wallets: local.wallets }, 409);
 			if (local.found === "none") return c.json(bad(`unknown ${type}: name its wallet with ?wallet=`), 404);
+			// Null for a sender without wallets: its only account is asked (refreshResource).
 			wallet = local.resource.wallet;
-			if (wallet === null) return c.json(bad(`the stored ${type} has no wallet: name it with ?wallet=`), 400);
 		}
 		const r = await refreshResource(c.env, wallet, id);
 		if (r.ok) {
 			const { version, status } = r.snapshot;
-			return c.json({ queued: true, wallet, id, version, status }, 202);
+			return c.json({ queued: true, wallet: r.account, id, version, status }, 202);
 		}
 		switch (r.reason) {
 			case "not_found":
 				return c.json({ error: "not_found", message: r.message }, 404);
+			case "no_account":
+				return c.json(bad(r.message), 400);
 			case "not_configured":
 				return c.json({ error: "not_configured", message: r.message }, 409);
 			case "unavailable":

@@ -13,7 +13,7 @@ import { PROVIDER_NAMES, providers, reconciledProvider } from "../providers";
 import type { ProviderName } from "../providers/model";
 import { replayDeliveries } from "../queue/replay";
 import { startRun } from "../reconcile/planner";
-import { refreshResource } from "../reconcile/refresh";
+import { type FetchResult, refreshResource } from "../reconcile/refresh";
 import { lastRun, listRuns } from "../reconcile/report";
 import { BarChart, COLOURS, LineChart, type Series } from "./charts";
 import type { ConsoleContext, ConsoleEnv } from "./env";
@@ -36,6 +36,7 @@ const PAGE_SIZE = 50;
 
 /** The sender whose API the check button and reconciliation call (src/providers/index.ts), if any. */
 const API_SENDER = reconciledProvider();
+/** Its name in the console's texts (read once: the registry is fixed for a deployment). */
 const API_LABEL = API_SENDER?.label ?? "the sender";
 
 /** Flash messages by code: the redirect carries a code, never text, so nothing is reflected. */
@@ -52,10 +53,26 @@ const FLASH: Record<string, { text: string; error?: boolean }> = {
 	check_not_configured: { text: `Not checked: ${API_LABEL} API credentials are not configured.`, error: true },
 	check_not_found: { text: `Not checked: ${API_LABEL} does not have this resource in this wallet.`, error: true },
 	check_unavailable: { text: `Not checked: ${API_LABEL}'s API did not answer; try again later.`, error: true },
+	check_no_account: {
+		text: "Not checked: the resource names no wallet and several are listed; name one (admin API, ?wallet=).",
+		error: true,
+	},
+};
+
+/** The check's outcome as a flash code: one line per reason, so a new reason fails the type check. */
+const CHECK_FLASH: Record<Exclude<FetchResult, { ok: true }>["reason"], string> = {
+	not_configured: "check_not_configured",
+	no_account: "check_no_account",
+	not_found: "check_not_found",
+	unavailable: "check_unavailable",
+	not_the_resource: "check_unavailable",
 };
 
 /** Whether (provider, type) is what the sender's API serves: only those resources have a check button. */
-const hasApi = (provider: string, type: string) => API_SENDER?.name === provider && API_SENDER.api.type === type;
+function hasApi(provider: string, type: string): boolean {
+	const sender = reconciledProvider();
+	return sender?.name === provider && sender.api.type === type;
+}
 
 const deliveryHref = (provider: string, messageId: string) =>
 	`/console/deliveries/${encodeURIComponent(provider)}/${encodeURIComponent(messageId)}`;
@@ -570,15 +587,9 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 		const { provider, type, id } = c.req.param();
 		const wallet = c.req.query("wallet") || null;
 		const back = resourceHref(provider, type, id, wallet);
-		if (wallet === null || !hasApi(provider, type)) return c.redirect(`${back}?done=check_not_found`, 303);
+		if (!hasApi(provider, type)) return c.redirect(`${back}?done=check_not_found`, 303);
 		const r = await refreshResource(c.env, wallet, id);
-		const done = r.ok
-			? "checked"
-			: r.reason === "not_configured"
-				? "check_not_configured"
-				: r.reason === "not_found"
-					? "check_not_found"
-					: "check_unavailable";
+		const done = r.ok ? "checked" : CHECK_FLASH[r.reason];
 		return c.redirect(`${back}${back.includes("?") ? "&" : "?"}done=${done}`, 303);
 	});
 
@@ -618,9 +629,9 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 						{res.updatedAt} ({ago(res.updatedAt ? Date.parse(res.updatedAt) : null, nowMs)}), from {res.source}
 					</dd>
 				</dl>
-				{hasApi(provider, type) && res.wallet ? (
+				{hasApi(provider, type) ? (
 					<PostButton
-						action={`${resourceHref(provider, type, id, null)}/check?wallet=${encodeURIComponent(res.wallet)}`}
+						action={`${resourceHref(provider, type, id, null)}/check${res.wallet ? `?wallet=${encodeURIComponent(res.wallet)}` : ""}`}
 						csrf={c.get("csrf")}
 						label={`Check with ${API_LABEL}`}
 					/>

@@ -6,7 +6,7 @@
  * Envelope (1.3): newer `{event,messageId,deliveryAttempt,occurredAt?,data}` or older
  * `{event,messageId,method,pathname,body,query}`; the resource is `data ?? body`.
  */
-import { ConfigError, list, outboundUrl, positiveInt } from "../config";
+import { ConfigError, outboundUrl, positiveInt } from "../config";
 import {
 	canonicalString,
 	parsePrivateKey,
@@ -258,7 +258,6 @@ export function blooBankCredentials(
 	if (!privateKey) return fail("BLOOBANK_PRIVATE_KEY must be 64 hex characters of a valid secp256k1 key");
 	const format = (env.BLOOBANK_SIGNATURE_FORMAT ?? "compact").trim().toLowerCase();
 	if (format !== "compact" && format !== "der") return fail("BLOOBANK_SIGNATURE_FORMAT must be compact or der");
-	if (list(env.BLOOBANK_WALLETS).length === 0) return fail("BLOOBANK_WALLETS is empty");
 	return { ok: true, value: { baseUrl, accessKey, privateKey, signatureFormat: format } };
 }
 
@@ -363,5 +362,5 @@ export const bloobank: Provider<BlooBankSettings, "bloobank"> = {
 		},
 		expected: (s) => ({ type: "payment_order", version: s.version }),
 	},
-	api: blooBankApi as ProviderApi<unknown, BlooBankSettings, "bloobank">,
+	api: blooBankApi,
 };

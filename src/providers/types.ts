@@ -106,7 +106,13 @@ export interface ProviderApi<C = unknown, S = unknown, N extends ProviderName = 
 	itemUrl(credentials: C, account: string, id: string): URL;
 	/** The headers of one request attempt, signed afresh each time (a reused request id is a replay). */
 	signedHeaders(credentials: C, method: string, url: URL, nowMs: number): Promise<Headers>;
-	/** An item of its answers as a snapshot of `account`'s resource, or null when it is not one. */
+	/**
+	 * An item of its answers as a snapshot of `account`'s resource, or null when it is not one. It
+	 * must key the resource exactly as `parse` does for the same resource (type, id, wallet), or one
+	 * resource becomes two and its effects fire twice: a sender whose ids are unique only within an
+	 * account names the account as the wallet (BlooBank); one whose ids are unique across accounts
+	 * gives wallet null, as its webhooks do (then the refresh asks its only listed account).
+	 */
 	snapshot(item: unknown, account: string): ResourceSnapshot | null;
 	/** Webhook events older than this are checked against the API before they apply; null: never. */
 	refreshAfterMs(settings: S): number | null;

@@ -13,34 +13,61 @@ import type { Result } from "../result";
 import { ApiClient, type ClientDeps, defaultDeps } from "./client";
 
 export type FetchResult = Result<
-	{ snapshot: ResourceSnapshot },
-	{ reason: "not_configured" | "not_found" | "unavailable" | "not_the_resource"; message: string }
+	{ snapshot: ResourceSnapshot; account: string },
+	{ reason: "not_configured" | "no_account" | "not_found" | "unavailable" | "not_the_resource"; message: string }
 >;
 
+/**
+ * The account to call for a resource of `wallet`: the wallet itself, or, for a sender whose
+ * resources carry none (its ids are unique across accounts), its only listed account; null when
+ * it lists several (then the caller must name one).
+ */
+export function accountFor(config: ReconcileConfig, wallet: string | null): string | null {
+	return wallet ?? (config.wallets.length === 1 ? (config.wallets[0] ?? null) : null);
+}
+
+/**
+ * Whether an answer is the resource asked for: same type and id, and the same wallet or none (a
+ * sender without wallets keys it as its webhooks do, src/providers/types.ts ProviderApi.snapshot).
+ */
+export function isAsked(config: ReconcileConfig, s: ResourceSnapshot, account: string, id?: string): boolean {
+	return s.type === config.api.type && (s.wallet === null || s.wallet === account) && (id === undefined || s.id === id);
+}
+
 /** The resource as the sender holds it now, or why not. Makes one signed request (retried inside). */
-async function fetchWith(config: ReconcileConfig, wallet: string, id: string, deps: ClientDeps): Promise<FetchResult> {
-	const res = await new ApiClient(config, deps).getOne(wallet, id);
+async function fetchWith(config: ReconcileConfig, account: string, id: string, deps: ClientDeps): Promise<FetchResult> {
+	const res = await new ApiClient(config, deps).getOne(account, id);
 	if (!res.ok) {
 		const e = res.error;
 		if (e.kind === "rejected" && e.httpStatus === 404) return { ok: false, reason: "not_found", message: e.message };
 		return { ok: false, reason: "unavailable", message: `${e.kind}: ${e.message}` };
 	}
-	const snapshot = config.api.snapshot(res.value, wallet);
-	if (!snapshot || snapshot.wallet !== wallet || snapshot.id !== id)
+	const snapshot = config.api.snapshot(res.value, account);
+	if (!snapshot || !isAsked(config, snapshot, account, id))
 		return { ok: false, reason: "not_the_resource", message: `the answer is not this ${config.api.type}` };
-	return { ok: true, snapshot };
+	return { ok: true, snapshot, account };
 }
 
-/** Fetches the resource and queues it for the one writer; the answer says what was queued. */
+/**
+ * Fetches the resource and queues it for the one writer; the answer says what was queued. `wallet`
+ * null: a resource that names none, asked of the sender's only account.
+ */
 export async function refreshResource(
 	env: Env,
-	wallet: string,
+	wallet: string | null,
 	id: string,
 	deps: ClientDeps = defaultDeps(),
 ): Promise<FetchResult> {
 	const parsed = parseReconcileConfig(env);
 	if (!parsed.ok) return { ok: false, reason: "not_configured", message: parsed.error };
-	const fetched = await fetchWith(parsed.config, wallet, id, deps);
+	const account = accountFor(parsed.config, wallet);
+	if (account === null)
+		return {
+			ok: false,
+			reason: "no_account",
+			message: `it names no wallet and ${parsed.config.api.accountsVariable} lists several: name one with ?wallet=`,
+		};
+	const fetched = await fetchWith(parsed.config, account, id, deps);
 	if (fetched.ok) {
 		const message: SnapshotMessage = {
 			kind: "snapshot",
@@ -57,7 +84,8 @@ export async function refreshResource(
 export const MAX_FRESH_FETCHES = 10;
 
 export interface OldResource {
-	wallet: string;
+	/** The account to ask (its wallet, or the sender's only account: accountFor). */
+	account: string;
 	id: string;
 	version: number;
 }
@@ -85,7 +113,7 @@ export async function freshSnapshots(
 	const old = oldResources(stored, parsed.config, config, nowMs);
 	if (old.length === 0) return [];
 	const fetched = await Promise.all(
-		old.slice(0, MAX_FRESH_FETCHES).map((o) => fetchWith(parsed.config, o.wallet, o.id, deps).catch(() => null)),
+		old.slice(0, MAX_FRESH_FETCHES).map((o) => fetchWith(parsed.config, o.account, o.id, deps).catch(() => null)),
 	);
 	const out: SnapshotMessage[] = [];
 	const provider = parsed.config.provider.name;
@@ -114,8 +142,9 @@ export function oldResources(
 		const parsed = provider.parse(d.raw_body, storedHeaders(d.headers), settings);
 		if (!parsed.ok) continue;
 		const { resource, eventAt } = parsed.event;
-		if (resource?.wallet && resource.type === api.type && eventAt !== null && nowMs - eventAt > maxAgeMs)
-			old.push({ wallet: resource.wallet, id: resource.id, version: resource.version });
+		if (!resource || resource.type !== api.type || eventAt === null || nowMs - eventAt <= maxAgeMs) continue;
+		const account = accountFor(reconcile, resource.wallet);
+		if (account !== null) old.push({ account, id: resource.id, version: resource.version });
 	}
 	return old;
 }

@@ -26,6 +26,7 @@ import { messageBytes, sendSnapshotMessages } from "../queue/enqueue";
 import type { ReconcileJob, SnapshotMessage } from "../queue/messages";
 import { backoff, iso } from "../time";
 import { ApiClient, type ClientDeps, defaultDeps, MAX_RETRY_AFTER_SECONDS } from "./client";
+import { isAsked } from "./refresh";
 
 /** 10 pages: <= 30 API attempts + 10 queue sends + 1 continuation, under the free plan's 50 subrequests. */
 export const MAX_PAGES_PER_INVOCATION = 10;
@@ -80,23 +81,31 @@ async function sendSnapshots(
 async function drifted(
 	shards: Shards,
 	config: ReconcileConfig,
-	wallet: string,
 	items: ResourceSnapshot[],
 ): Promise<ResourceSnapshot[]> {
 	if (items.length === 0) return [];
 	const provider = config.provider.name;
 	const { type } = config.api;
-	const byShard = new Map<Shard, string[]>();
+	// Keyed as the apply step keys them: a sender without wallets stores its resources under "".
+	const key = (wallet: string, id: string) => `${wallet}\n${id}`;
+	const groups = new Map<string, { shard: Shard; wallet: string; ids: string[] }>();
 	for (const i of items) {
+		const wallet = i.wallet ?? "";
 		const shard = shardOfResource(shards, { provider, type, wallet, id: i.id });
-		byShard.set(shard, [...(byShard.get(shard) ?? []), i.id]);
+		const group = groups.get(`${shard.index}\n${wallet}`) ?? { shard, wallet, ids: [] };
+		group.ids.push(i.id);
+		groups.set(`${shard.index}\n${wallet}`, group);
 	}
 	const found = await Promise.all(
-		[...byShard].map(([shard, ids]) => resourceVersions(shard.db, provider, type, wallet, JSON.stringify(ids))),
+		[...groups.values()].map(async (g) =>
+			(await resourceVersions(g.shard.db, provider, type, g.wallet, JSON.stringify(g.ids))).map(
+				(r) => [key(g.wallet, r.id), r.version] as const,
+			),
+		),
 	);
-	const local = new Map(found.flat().map((r) => [r.id, r.version]));
+	const local = new Map(found.flat());
 	return items.filter((i) => {
-		const v = local.get(i.id);
+		const v = local.get(key(i.wallet ?? "", i.id));
 		return v === undefined || i.version > v;
 	});
 }
@@ -181,10 +190,12 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 			let malformed = 0;
 			for (const item of res.value.items) {
 				const s = config.api.snapshot(item, job.wallet);
-				if (!s) malformed++;
+				// Another type would be looked up under the API's type, found missing and re-sent every run.
+				if (!s || s.type !== config.api.type) malformed++;
 				// The list is per wallet: an order naming another wallet is not this window's to apply (ids
-				// are unique only within a wallet, docs/providers.md 1.4). One naming none is the asked wallet's.
-				else if (s.wallet !== job.wallet) foreign.push(`${s.id} of ${s.wallet}`);
+				// are unique only within a wallet, docs/providers.md 1.4). A sender without wallets keys its
+				// resources with none, as its webhooks do (ProviderApi.snapshot).
+				else if (!isAsked(config, s, job.wallet)) foreign.push(`${s.id} of ${s.wallet}`);
 				else snapshots.push(s);
 			}
 			if (malformed > 0) {
@@ -195,7 +206,7 @@ export async function runWindow(env: Env, job: ReconcileJob, deps: ClientDeps = 
 				p.notes.push(`dropped ${foreign.length} item(s) of another wallet (${foreign.slice(0, 3).join(", ")})`);
 			}
 			p.seen += res.value.items.length;
-			const repair = await drifted(shards, config, job.wallet, snapshots);
+			const repair = await drifted(shards, config, snapshots);
 			const { sent, tooLarge } = await sendSnapshots(env, config, job, repair);
 			// Skipped, not held: it can never fit, so holding the window would stall every later run on it.
 			for (const t of tooLarge.slice(0, 3)) {

@@ -206,14 +206,15 @@ const toyApi: ProviderApi<ToyCredentials, ToySettings> = {
 	listUrl: (c, account) => new URL(`${c.base}/accounts/${account}/things`),
 	itemUrl: (c, account, id) => new URL(`${c.base}/accounts/${account}/things/${id}`),
 	signedHeaders: async (c) => new Headers({ authorization: `Bearer ${c.token}` }),
-	snapshot: (item, account) => {
+	// Keyed as parseToy keys it: a thing's id is unique across accounts, so it names no wallet.
+	snapshot: (item) => {
 		if (!isRecord(item) || !idString(item.id) || typeof item.status !== "string") return null;
 		const version = epochMs(item.at);
 		if (version === null) return null;
 		return {
 			type: "thing",
 			id: String(item.id),
-			wallet: account,
+			wallet: null,
 			version,
 			status: item.status.toUpperCase(),
 			data: item,
@@ -292,16 +293,15 @@ describe("a sender that declares an api is the one reconciliation and the refres
 		);
 		await consume(h, h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[]);
 		expect(await rows("SELECT provider, type, wallet, id, status, source FROM resources ORDER BY id")).toEqual([
-			{ provider: "toy", type: "thing", wallet: "acct-1", id: "t1", status: "OPEN", source: "reconcile" },
-			{ provider: "toy", type: "thing", wallet: "acct-1", id: "t2", status: "DONE", source: "reconcile" },
+			{ provider: "toy", type: "thing", wallet: "", id: "t1", status: "OPEN", source: "reconcile" },
+			{ provider: "toy", type: "thing", wallet: "", id: "t2", status: "DONE", source: "reconcile" },
 		]);
 		const [run] = await rows<{ status: string }>("SELECT status FROM reconcile_runs");
 		expect(run?.status).toBe("done");
 	});
 
-	// Fails today: the toy's parse keys a thing with wallet null, its api.snapshot with the listed
-	// account, and nothing in ProviderApi says the two must agree, so one thing becomes two rows
-	// (and any effect rule would fire twice).
+	// The toy's parse keys a thing with wallet null, and so must its api.snapshot (ProviderApi):
+	// the listed thing then updates the webhook's row instead of becoming a second one.
 	it("a thing received by webhook and then listed by reconciliation stays one resource", async () => {
 		const h = harness(VARS);
 		const body = toySender.event("toy-hook-1", "t1", 1, "open");
@@ -341,5 +341,23 @@ describe("a sender that declares an api is the one reconciliation and the refres
 		const other = PROVIDER_NAMES.find((n) => n !== TOY) ?? "";
 		const otherType = registry[other]?.lookupType ?? "";
 		expect((await post(h, `/admin/resources/${other}/${otherType}/x/refresh?wallet=w`)).status).toBe(404);
+	});
+
+	it("a stored thing names no wallet: the refresh asks the toy's only account, and with several refuses to guess", async () => {
+		const h = harness(VARS);
+		const first = await post(h, "/admin/resources/toy/thing/t1/refresh?wallet=acct-1");
+		expect(first.status).toBe(202);
+		await consume(h, h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[]);
+		seen.length = 0;
+		const again = await post(h, "/admin/resources/toy/thing/t1/refresh");
+		expect(again.status).toBe(202);
+		expect(await again.json()).toMatchObject({ wallet: "acct-1", id: "t1" });
+		expect(seen.map((r) => r.path)).toEqual(["/v2/accounts/acct-1/things/t1"]);
+
+		const two = harness({ ...(VARS as object), TOY_ACCOUNTS: "acct-1,acct-2" } as never);
+		seen.length = 0;
+		const refused = await post(two, "/admin/resources/toy/thing/t1/refresh");
+		expect(refused.status).toBe(400);
+		expect(seen).toEqual([]);
 	});
 });
