@@ -1,8 +1,9 @@
 /**
  * The physical limits of this runtime on this machine (npm run bench). `/noop` reads the body and
  * answers 200. `/d1` also makes the one D1 write that store-before-ack cannot skip (invariant 2).
- * `/d1-send` also sends one queue message before answering, as the flow requires (docs/design.md flow step 5
- * before step 6; invariant 3): the least any receiver built to docs/design.md can do per new delivery.
+ * `/d1-send` also sends one queue message before answering, as the flow requires (docs/design.md, the
+ * flow: ingress sends the pointer, then answers 2xx; invariant 3): the least any receiver built to
+ * docs/design.md can do per new delivery.
  */
 interface NoopEnv {
 	DB: D1Database;

@@ -1,8 +1,8 @@
 /**
  * The orders of npm run bench:reconcile, as the fake API lists them and as the local shards hold
- * them: order i is `ord_w1_<i>` (FakeApi.seed, fixtures/fake-api.ts, numbers from 0 after a reset). Locally, one in
- * ten is missing and one in ten is a version behind, so a fifth of every page drifts: each page
- * then costs its version lookups and a sendBatch, the most a page can cost.
+ * them: order i is `ord_w1_<i>` (FakeApi.seed, fixtures/fake-api.ts, numbers from 0 after a
+ * reset). Locally, one in ten is missing and one in ten is a version behind, so a fifth of every
+ * page drifts: each page then costs its version lookups and a sendBatch, the most a page can cost.
  */
 export const WALLET = "w1";
 

@@ -1,4 +1,11 @@
 /** Configuration the tests run with (shared by vitest.config.ts and the tests themselves). */
+import type { ProviderName } from "../src/providers/model";
+
+/**
+ * Two secrets per sender (current and previous, for rotation). A sender added to the registry
+ * fails the type check here until it has its pair, and test/providers/conformance.test.ts until
+ * TEST_VARS below sets its secrets variable to them.
+ */
 export const TEST_SECRETS = {
 	bloobank: [
 		"whsec-test-current-0123456789abcdef0123456789abcdef",
@@ -10,7 +17,7 @@ export const TEST_SECRETS = {
 		"whsec_Y3VycmVudC1zdGFuZGFyZC10ZXN0LXNlY3JldC0zMmI=",
 		"whsec_cHJldmlvdXMtc3RhbmRhcmQtc2VjcmV0LTMyYnl0ZXM=",
 	],
-} as const;
+} as const satisfies Record<ProviderName, readonly [string, string]>;
 
 /**
  * Every configuration name is set here, empty when unset, so a developer's local .dev.vars (which

@@ -8,7 +8,7 @@
 import type { SqlRow, WithStatus } from "./rows";
 import type { deliveries } from "./schema";
 
-/** received -> enqueued -> processed | stale | ignored | failed (docs/design.md, statuses). */
+/** received -> enqueued -> processed | stale | ignored | failed (docs/design.md, delivery statuses). */
 export const DELIVERY_STATUSES = ["received", "enqueued", "processed", "stale", "ignored", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export type DeliveryRow = WithStatus<SqlRow<typeof deliveries>, DeliveryStatus>;
@@ -74,7 +74,7 @@ ON CONFLICT (provider, message_id) DO UPDATE SET
 RETURNING id, status, duplicates, coalesce(send_token = ?12, 0) AS may_send`;
 
 /**
- * The providers' recovery path (docs/design.md, statuses): a re-send of a `failed` or `ignored` row
+ * The providers' recovery path (docs/design.md, delivery statuses): a re-send of a `failed` or `ignored` row
  * takes the body and headers as re-sent and goes back to `received` (or stays `ignored` if it
  * still models nothing). Only the request whose statement moves the row holds the send token, so
  * concurrent re-sends send once.

@@ -104,7 +104,7 @@ export const resources = sqliteTable(
 		wallet: text("wallet").notNull().default(""),
 		version: integer("version").notNull(),
 		status: text("status").notNull(),
-		/** The provider's rank of `status`: decides a tie of equal versions (docs/design.md, statuses). */
+		/** The provider's rank of `status`: decides a tie of equal versions (docs/design.md, delivery statuses). */
 		statusRank: integer("status_rank").notNull().default(0),
 		data: text("data").notNull(),
 		updatedAt: integer("updated_at").notNull(),

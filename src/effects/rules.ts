@@ -1,7 +1,7 @@
 /**
  * What side effects are: their kinds and payload. Which resource states imply which is declared
  * per (provider, resource type) in the provider's file (`effects`), so no other sender's events
- * can fire them or move the settled totals (docs/design.md, effects). The outbox keeps one row per
+ * can fire them or move the settled totals (docs/design.md, side effects). The outbox keeps one row per
  * (resource, kind): first observation only.
  */
 import type { ProviderName, ResourceSnapshot } from "../providers/model";

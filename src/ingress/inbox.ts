@@ -11,7 +11,7 @@
  *
  * A re-send of a row that is `failed` or `ignored` is the providers' own recovery path (fix, then
  * replay from their dashboard, same message id): it moves the row back to `received`, with the
- * body and headers as re-sent, and this request sends it (docs/design.md, statuses). That path
+ * body and headers as re-sent, and this request sends it (docs/design.md, delivery statuses). That path
  * takes a second round trip; a plain duplicate stays one round trip and one row written.
  */
 import {

@@ -196,7 +196,7 @@ export function blooBankKey(secret: string, env: ProviderEnv<"bloobank">): Uint8
 
 /**
  * docs/providers.md 1.4: which side effects a payment order's state implies, fired on first
- * observation of that state (docs/design.md, effects).
+ * observation of that state (docs/design.md, side effects).
  */
 export function paymentOrderEffects(r: ResourceSnapshot): EffectSeed[] {
 	const payload = effectPayload("bloobank", r);

@@ -6,7 +6,7 @@
 /**
  * The senders this receiver knows, each with the variables it reads. This file names none: each
  * provider file adds its own entry by declaration merging, e.g.
- * `declare module "./model" { interface ProviderVariables { acme: "ACME_WEBHOOK_SECRETS" } }`,
+ * `declare module "./model" { interface ProviderVariables { <name>: "<NAME>_WEBHOOK_SECRETS" } }`,
  * and src/providers/index.ts lists the providers themselves (its type requires one per entry).
  * `Env` (src/bindings.ts) derives the senders' variables from it.
  */

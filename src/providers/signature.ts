@@ -1,6 +1,6 @@
 /**
  * Signature checking shared by every sender, in two steps so that a request's cost is bounded
- * before its body is read (docs/design.md, threat model):
+ * before its body is read (docs/design.md invariant 8; the README's threat model):
  * 1. `checkSignature` (per provider, no body): headers present, timestamp within tolerance, the
  *    candidate MACs decoded from at most MAX_SIGNATURE_ITEMS items;
  * 2. `verifySigned`: one HMAC per configured key over the signed content, compared in constant

@@ -13,7 +13,7 @@ export { VERIFY_FAILURES, type VerifyFailure, type VerifyResult } from "./signat
 /**
  * The only bodies a provider refuses after verification: without JSON or a message id there is
  * nothing to store under a dedupe key. Anything else signed but not modelled (an unknown shape,
- * an unsupported version) is stored and marked `ignored` with a note (docs/design.md, statuses),
+ * an unsupported version) is stored and marked `ignored` with a note (docs/design.md, delivery statuses),
  * so a fix plus a replay can still apply it.
  */
 export type ParseFailure = "invalid_json" | "not_an_object" | "missing_message_id";
@@ -60,11 +60,11 @@ export interface Provider<S = unknown, N extends ProviderName = ProviderName> {
 	parse(body: string, headers: Headers, settings: S): ParseResult;
 	/**
 	 * Decides a tie between two snapshots of one resource with equal versions: the higher rank
-	 * wins, equal ranks keep the stored one (docs/design.md, statuses). Final beats non-final.
+	 * wins, equal ranks keep the stored one (docs/design.md, delivery statuses). Final beats non-final.
 	 */
 	statusRank(status: string): number;
 	/**
-	 * Side effects, declared per resource type of this sender only (docs/design.md, effects): no
+	 * Side effects, declared per resource type of this sender only (docs/design.md, side effects): no
 	 * other sender's events can reach them, whatever type name they carry.
 	 */
 	effects: Readonly<Record<string, EffectRule>>;
@@ -109,9 +109,10 @@ export interface ProviderApi<C = unknown, S = unknown, N extends ProviderName = 
 	/**
 	 * An item of its answers as a snapshot of `account`'s resource, or null when it is not one. It
 	 * must key the resource exactly as `parse` does for the same resource (type, id, wallet), or one
-	 * resource becomes two and its effects fire twice: a sender whose ids are unique only within an
-	 * account names the account as the wallet (BlooBank); one whose ids are unique across accounts
-	 * gives wallet null, as its webhooks do (then the refresh asks its only listed account).
+	 * resource becomes two and its effects fire twice. A sender whose ids are unique only within an
+	 * account names the account as the wallet (the template's primary sender does); one whose ids
+	 * are unique across accounts gives wallet null, as its webhooks do (then the refresh asks its
+	 * only listed account).
 	 */
 	snapshot(item: unknown, account: string): ResourceSnapshot | null;
 	/** Webhook events older than this are checked against the API before they apply; null: never. */
@@ -227,7 +228,7 @@ export function parseObject(body: string): Record<string, unknown> | "invalid_js
 }
 
 /**
- * Decision (docs/providers.md, status ranks): for senders that publish no final set, these
+ * Decision (docs/providers.md 5): for senders that publish no final set, these
  * statuses are final (rank 1), and reversals that can only follow a final status rank above
  * them (2). Everything else is in flight (0).
  */

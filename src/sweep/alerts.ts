@@ -1,7 +1,7 @@
 /**
  * Operational alerts on the thresholds of the primary sender's published best practices
- * (docs/providers.md 1.6, "Alert when"), evaluated by the sweep cron. Each rule's firing state is kept in D1, so an
- * incident alerts once when it starts and once when it clears, not on every tick.
+ * (docs/providers.md 1.6, "Alerts"), evaluated by the sweep cron. Each rule's firing state is kept
+ * in D1, so an incident alerts once when it starts and once when it clears, not on every tick.
  */
 
 import { readAlertStates, setAlertState } from "../db/alerts";

@@ -26,7 +26,7 @@ export interface Sender {
 	event(messageId: string, id: string, version: number, status: string): string;
 	/** A verified event we do not model (stored as ignored). */
 	unmodelled(messageId: string): string;
-	/** A verified body we cannot apply (500, recorded). */
+	/** A verified body we cannot apply (stored as `ignored` with a note, answered 200). */
 	malformed(messageId: string): string;
 	headers(body: string, opts: SignOptions): Promise<Record<string, string>>;
 }
