@@ -326,7 +326,10 @@ describe("a sender that declares an api is the one reconciliation and the refres
 			await worker.queue(batch, h.env, ctx);
 			await getQueueResult(batch, ctx);
 		}
-		await consume(h, h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[]);
+		const resent = h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[];
+		// t1 is stored at the listed version: only t2 drifted.
+		expect(new Set(resent.map((m) => (m.kind === "snapshot" ? m.resource.id : null)))).toEqual(new Set(["t2"]));
+		await consume(h, resent);
 		expect(await rows("SELECT id, wallet, status FROM resources WHERE id = 't1'")).toHaveLength(1);
 	});
 
@@ -340,7 +343,9 @@ describe("a sender that declares an api is the one reconciliation and the refres
 		expect(await rows("SELECT id, status FROM resources")).toEqual([{ id: "t2", status: "CLOSED" }]);
 		const other = PROVIDER_NAMES.find((n) => n !== TOY) ?? "";
 		const otherType = registry[other]?.lookupType ?? "";
+		seen.length = 0;
 		expect((await post(h, `/admin/resources/${other}/${otherType}/x/refresh?wallet=w`)).status).toBe(404);
+		expect(seen).toEqual([]);
 	});
 
 	it("a stored thing names no wallet: the refresh asks the toy's only account, and with several refuses to guess", async () => {
