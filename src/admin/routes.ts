@@ -94,7 +94,7 @@ export function adminRoutes(): Hono<AppEnv> {
 		const { provider, type, id } = c.req.param();
 		const sender = reconciledProvider();
 		if (sender?.name !== provider || sender.api.type !== type)
-			return c.json(bad(`no API to check a ${provider} ${type} with`), 404);
+			return c.json(bad("no API serves this provider and type"), 404);
 		let wallet = c.req.query("wallet") || null;
 		if (wallet === null) {
 			const local = await getResource(getShards(c.env), provider, type, id, null);
@@ -112,6 +112,7 @@ export function adminRoutes(): Hono<AppEnv> {
 			case "not_found":
 				return c.json({ error: "not_found", message: r.message }, 404);
 			case "no_account":
+			case "invalid_id":
 				return c.json(bad(r.message), 400);
 			case "not_configured":
 				return c.json({ error: "not_configured", message: r.message }, 409);

@@ -54,7 +54,7 @@ const FLASH: Record<string, { text: string; error?: boolean }> = {
 	check_not_found: { text: `Not checked: ${API_LABEL} does not have this resource in this wallet.`, error: true },
 	check_unavailable: { text: `Not checked: ${API_LABEL}'s API did not answer; try again later.`, error: true },
 	check_no_account: {
-		text: "Not checked: the resource names no wallet and several are listed; name one (admin API, ?wallet=).",
+		text: "Not checked: the resource names no wallet to ask the API with; name one (admin API, ?wallet=).",
 		error: true,
 	},
 };
@@ -62,6 +62,7 @@ const FLASH: Record<string, { text: string; error?: boolean }> = {
 /** The check's outcome as a flash code: one line per reason, so a new reason fails the type check. */
 const CHECK_FLASH: Record<Exclude<FetchResult, { ok: true }>["reason"], string> = {
 	not_configured: "check_not_configured",
+	invalid_id: "check_not_found",
 	no_account: "check_no_account",
 	not_found: "check_not_found",
 	unavailable: "check_unavailable",
@@ -629,7 +630,7 @@ export function pageRoutes(): Hono<ConsoleEnv> {
 						{res.updatedAt} ({ago(res.updatedAt ? Date.parse(res.updatedAt) : null, nowMs)}), from {res.source}
 					</dd>
 				</dl>
-				{hasApi(provider, type) ? (
+				{hasApi(provider, type) && (res.wallet || !reconciledProvider()?.api.accountScoped) ? (
 					<PostButton
 						action={`${resourceHref(provider, type, id, null)}/check${res.wallet ? `?wallet=${encodeURIComponent(res.wallet)}` : ""}`}
 						csrf={c.get("csrf")}

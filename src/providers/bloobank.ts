@@ -289,6 +289,8 @@ const ordersUrl = (c: BlooBankCredentials, wallet: string) =>
 /** The paymentOrders API (docs/providers.md 1.5): the list per wallet, and one order. */
 export const blooBankApi: ProviderApi<BlooBankCredentials, BlooBankSettings, "bloobank"> = {
 	type: "payment_order",
+	// Order ids are unique only within a wallet (docs/providers.md 1.4).
+	accountScoped: true,
 	accountsVariable: "BLOOBANK_WALLETS",
 	privateKeyVariable: "BLOOBANK_PRIVATE_KEY",
 	credentials: blooBankCredentials,

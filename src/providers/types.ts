@@ -100,19 +100,28 @@ export interface ProviderApi<C = unknown, S = unknown, N extends ProviderName = 
 	privateKeyVariable?: ProviderVariables[N];
 	/** Its base URL and credentials from its variables, or what is wrong (a failed run, never a crash). */
 	credentials(env: ProviderEnv<N>): Result<{ value: C }, { error: string }>;
-	/** An account's list URL (paging parameters are added by the client). */
+	/**
+	 * An account's list URL (paging parameters are added by the client). Encode what goes into a
+	 * path segment (`encodeURIComponent`); the client refuses an empty, `.` or `..` account or id.
+	 */
 	listUrl(credentials: C, account: string): URL;
-	/** One resource's URL. */
+	/** One resource's URL (encode the account and id, as for `listUrl`). */
 	itemUrl(credentials: C, account: string, id: string): URL;
 	/** The headers of one request attempt, signed afresh each time (a reused request id is a replay). */
 	signedHeaders(credentials: C, method: string, url: URL, nowMs: number): Promise<Headers>;
 	/**
+	 * Whether its resource ids are unique only within an account, so a resource is keyed by its
+	 * account as its wallet (the template's primary sender: true). False: ids are unique across
+	 * accounts and resources carry no wallet; then a resource is asked of the only listed account.
+	 * A stored resource that names no wallet is never asked of a guessed account when true: asked
+	 * of the wrong one, its answer would be keyed apart and become a second resource.
+	 */
+	accountScoped: boolean;
+	/**
 	 * An item of its answers as a snapshot of `account`'s resource, or null when it is not one. It
 	 * must key the resource exactly as `parse` does for the same resource (type, id, wallet), or one
-	 * resource becomes two and its effects fire twice. A sender whose ids are unique only within an
-	 * account names the account as the wallet (the template's primary sender does); one whose ids
-	 * are unique across accounts gives wallet null, as its webhooks do (then the refresh asks its
-	 * only listed account).
+	 * resource becomes two and its effects fire twice: the account as its wallet when
+	 * `accountScoped`, else wallet null, as its webhooks do.
 	 */
 	snapshot(item: unknown, account: string): ResourceSnapshot | null;
 	/** Webhook events older than this are checked against the API before they apply; null: never. */

@@ -14,24 +14,40 @@ import { ApiClient, type ClientDeps, defaultDeps } from "./client";
 
 export type FetchResult = Result<
 	{ snapshot: ResourceSnapshot; account: string },
-	{ reason: "not_configured" | "no_account" | "not_found" | "unavailable" | "not_the_resource"; message: string }
+	{
+		reason: "not_configured" | "invalid_id" | "no_account" | "not_found" | "unavailable" | "not_the_resource";
+		message: string;
+	}
 >;
 
 /**
  * The account to call for a resource of `wallet`: the wallet itself, or, for a sender whose
- * resources carry none (its ids are unique across accounts), its only listed account; null when
- * it lists several (then the caller must name one).
+ * resources carry none (not `accountScoped`), its only listed account. Null when it cannot be
+ * known: an account-scoped resource stored with no wallet (asking a guessed account would key the
+ * answer apart, a second resource), or several accounts listed. The caller must then name one.
  */
 export function accountFor(config: ReconcileConfig, wallet: string | null): string | null {
-	return wallet ?? (config.wallets.length === 1 ? (config.wallets[0] ?? null) : null);
+	if (wallet !== null) return wallet;
+	if (config.api.accountScoped || config.wallets.length !== 1) return null;
+	return config.wallets[0] ?? null;
 }
 
 /**
- * Whether an answer is the resource asked for: same type and id, and the same wallet or none (a
- * sender without wallets keys it as its webhooks do, src/providers/types.ts ProviderApi.snapshot).
+ * Whether an answer is the resource asked for: same type and id, and keyed as the sender's
+ * webhooks key it: the asked account as its wallet when `accountScoped`, else no wallet
+ * (src/providers/types.ts ProviderApi.snapshot).
  */
 export function isAsked(config: ReconcileConfig, s: ResourceSnapshot, account: string, id?: string): boolean {
-	return s.type === config.api.type && (s.wallet === null || s.wallet === account) && (id === undefined || s.id === id);
+	const keyed = config.api.accountScoped ? s.wallet === account : s.wallet === null;
+	return s.type === config.api.type && keyed && (id === undefined || s.id === id);
+}
+
+/**
+ * Not empty, `.` or `..` (a URL resolves those even encoded), at most 200 characters as a sender's
+ * ids are (src/providers/types.ts idString); anything else is the API's `encodeURIComponent`'s.
+ */
+function isPathSegment(value: string): boolean {
+	return value !== "." && value !== ".." && value.length > 0 && value.length <= 200;
 }
 
 /** The resource as the sender holds it now, or why not. Makes one signed request (retried inside). */
@@ -60,12 +76,15 @@ export async function refreshResource(
 ): Promise<FetchResult> {
 	const parsed = parseReconcileConfig(env);
 	if (!parsed.ok) return { ok: false, reason: "not_configured", message: parsed.error };
+	// Both become path segments of a signed request: nothing a URL would resolve away.
+	if (!isPathSegment(id) || (wallet !== null && !isPathSegment(wallet)))
+		return { ok: false, reason: "invalid_id", message: "the id and wallet must be non-empty path segments" };
 	const account = accountFor(parsed.config, wallet);
 	if (account === null)
 		return {
 			ok: false,
 			reason: "no_account",
-			message: `it names no wallet and ${parsed.config.api.accountsVariable} lists several: name one with ?wallet=`,
+			message: `the stored ${parsed.config.api.type} names no wallet: name it with ?wallet=`,
 		};
 	const fetched = await fetchWith(parsed.config, account, id, deps);
 	if (fetched.ok) {

@@ -446,6 +446,35 @@ describe("Check with BlooBank", () => {
 			spy.mockRestore();
 		}
 	});
+
+	it("a check posted for a sender or type no API serves asks no API and queues nothing", async () => {
+		const fake = new FakeBlooBank();
+		const spy = vi.spyOn(globalThis, "fetch").mockImplementation(fake.fetch);
+		try {
+			const h = harness({
+				ADMIN_TOKEN: TOKEN,
+				BLOOBANK_API_BASE_URL: BASE_URL,
+				BLOOBANK_ACCESS_KEY: ACCESS_KEY,
+				BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
+				BLOOBANK_WALLETS: "w1",
+			});
+			fake.seed(1, () => ({ id: "p-1" }));
+			const cookie = await session(h);
+			const { html } = await page(h, "/console/resources", cookie);
+			for (const action of [
+				"/console/resources/pazy/payment/p-1/check?wallet=w1",
+				"/console/resources/bloobank/payment/p-1/check?wallet=w1",
+			]) {
+				const res = await post(h, action, cookie, { csrf: csrfOf(html) });
+				expect(res.status, action).toBe(303);
+				expect(res.headers.get("location"), action).toContain("done=check_not_found");
+			}
+			expect(fake.requests).toEqual([]);
+			expect(h.events.sent).toEqual([]);
+		} finally {
+			spy.mockRestore();
+		}
+	});
 });
 
 describe("overview: secret rotation and the last sweep", () => {

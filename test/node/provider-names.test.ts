@@ -51,9 +51,11 @@ describe("the provider-name check", () => {
 		const root = tree({
 			...REGISTRY,
 			"bench/ingress.ts": 'const path = "/webhooks/acme";\n',
+			"scripts/send.ts": 'const header = "x-acme-signature";\n',
 			"fixtures/fake-acme.ts": "export class FakeAcme {} // acme's API, faked\n",
 		});
 		expect(providerFiles(root).acme).toContain("bench/ingress.ts");
+		expect(providerFiles(root).acme).toContain("scripts/send.ts");
 		expect(providerFiles(root).acme).not.toContain("fixtures/fake-acme.ts");
 	});
 

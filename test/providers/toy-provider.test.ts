@@ -197,14 +197,17 @@ interface ToyCredentials {
 }
 const toyApi: ProviderApi<ToyCredentials, ToySettings> = {
 	type: "thing",
+	// A thing's id is unique across accounts: it names no wallet, as parseToy keys it.
+	accountScoped: false,
 	accountsVariable: "TOY_ACCOUNTS" as never,
 	credentials: (env) => {
 		const vars = env as unknown as Record<string, string | undefined>;
 		if (!vars.TOY_API_TOKEN) return { ok: false, error: "TOY_API_TOKEN is not set" };
 		return { ok: true, value: { base: vars.TOY_API_BASE ?? "https://toy.test/v2", token: vars.TOY_API_TOKEN } };
 	},
-	listUrl: (c, account) => new URL(`${c.base}/accounts/${account}/things`),
-	itemUrl: (c, account, id) => new URL(`${c.base}/accounts/${account}/things/${id}`),
+	listUrl: (c, account) => new URL(`${c.base}/accounts/${encodeURIComponent(account)}/things`),
+	itemUrl: (c, account, id) =>
+		new URL(`${c.base}/accounts/${encodeURIComponent(account)}/things/${encodeURIComponent(id)}`),
 	signedHeaders: async (c) => new Headers({ authorization: `Bearer ${c.token}` }),
 	// Keyed as parseToy keys it: a thing's id is unique across accounts, so it names no wallet.
 	snapshot: (item) => {
@@ -220,7 +223,8 @@ const toyApi: ProviderApi<ToyCredentials, ToySettings> = {
 			data: item,
 		};
 	},
-	refreshAfterMs: () => null,
+	// Events older than an hour are checked against the API before they apply.
+	refreshAfterMs: () => 60 * 60_000,
 };
 // -------------------------------------------------------------------------------------------
 
@@ -346,6 +350,27 @@ describe("a sender that declares an api is the one reconciliation and the refres
 		seen.length = 0;
 		expect((await post(h, `/admin/resources/${other}/${otherType}/x/refresh?wallet=w`)).status).toBe(404);
 		expect(seen).toEqual([]);
+	});
+
+	it("an old toy event is checked against the toy's only account before it applies, and keyed with no wallet", async () => {
+		const h = harness(VARS);
+		const body = toySender.event("toy-old-1", "t2", 2, "done");
+		const headers = await toySender.headers(body, { messageId: "toy-old-1" });
+		const res = await call(
+			h,
+			new Request("https://receiver.test/webhooks/toy", {
+				method: "POST",
+				headers: { "content-type": "application/json", ...headers },
+				body,
+			}),
+		);
+		expect(res.status).toBe(200);
+		await consume(h, [...h.events.sent]);
+		expect(seen).toEqual([{ path: "/v2/accounts/acct-1/things/t2", authorization: `Bearer ${TOKEN}` }]);
+		expect(await rows("SELECT wallet, id, status FROM resources")).toEqual([
+			{ wallet: "", id: "t2", status: "CLOSED" },
+		]);
+		expect(await rows("SELECT status FROM deliveries")).toEqual([{ status: "stale" }]);
 	});
 
 	it("a stored thing names no wallet: the refresh asks the toy's only account, and with several refuses to guess", async () => {

@@ -80,6 +80,33 @@ describe("POST /admin/resources/bloobank/payment_order/:id/refresh", () => {
 		expect(down.status).toBe(503);
 		expect(h.events.sent.filter((m) => m.kind === "snapshot")).toHaveLength(0);
 	});
+
+	// Found in review: migration 0006 left older orders that named no wallet under wallet ''. Asked
+	// of the only listed wallet, the answer would be keyed (w1, id): a second row, effects again.
+	it("a stored order without a wallet is refused (400), not asked of the only listed wallet", async () => {
+		const h = harness(API);
+		await rows(
+			`INSERT INTO resources (provider, type, id, wallet, version, status, status_rank, data, updated_at, source)
+       VALUES ('bloobank', 'payment_order', 'ord_w1_0', '', 1, 'PENDING', 0, '{}', 0, 'webhook')`,
+		);
+		fake.seed(1, () => ({ status: "SUCCESS", ordVersion: 5 }));
+		const res = await refresh(h, "/admin/resources/bloobank/payment_order/ord_w1_0/refresh");
+		expect(res.status).toBe(400);
+		expect(fake.requests).toHaveLength(0);
+		await consume(h, h.events.sent.filter((m) => m.kind === "snapshot") as QueueMessage[]);
+		expect(await rows("SELECT wallet FROM resources WHERE id = 'ord_w1_0'")).toEqual([{ wallet: "" }]);
+	});
+
+	it("an id or wallet a URL would resolve away (., ..) is refused (400) before any request is signed", async () => {
+		const h = harness(API);
+		for (const wallet of ["..", ".", "%2E%2E"]) {
+			const path = `/admin/resources/bloobank/payment_order/ord_1/refresh?wallet=${wallet}`;
+			expect((await refresh(h, path)).status, path).toBe(400);
+		}
+		// In the path, the URL parser resolves `..` (encoded too) before any route sees it.
+		expect((await refresh(h, "/admin/resources/bloobank/payment_order/%2E%2E/refresh?wallet=w1")).status).toBe(404);
+		expect(fake.requests).toHaveLength(0);
+	});
 });
 
 describe("the consumer checks old BlooBank events against the API", () => {
