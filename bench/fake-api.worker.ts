@@ -15,7 +15,9 @@ export default {
 			return Response.json({ seeded: fake.orders.length });
 		}
 		// Re-root the request onto the fake's base URL; the signature covers path and query, which do not change.
-		const target = `${BASE_URL}${url.pathname.replace(new RegExp(`^${new URL(BASE_URL).pathname}`), "")}${url.search}`;
+		const basePath = new URL(BASE_URL).pathname;
+		const rest = url.pathname.startsWith(basePath) ? url.pathname.slice(basePath.length) : url.pathname;
+		const target = `${BASE_URL}${rest}${url.search}`;
 		return fake.fetch(new Request(target, request));
 	},
 };

@@ -112,7 +112,8 @@ export interface ProviderApi<C = unknown, S = unknown, N extends ProviderName = 
 	/**
 	 * Whether its resource ids are unique only within an account, so a resource is keyed by its
 	 * account as its wallet (the template's primary sender: true). False: ids are unique across
-	 * accounts and resources carry no wallet; then a resource is asked of the only listed account.
+	 * accounts and resources carry no wallet; then a resource is asked of the only listed account
+	 * (with several listed, old events are not refreshed and the refresh route needs ?wallet=).
 	 * A stored resource that names no wallet is never asked of a guessed account when true: asked
 	 * of the wrong one, its answer would be keyed apart and become a second resource.
 	 */
