@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ACCESS_KEY, BASE_URL, FakeBlooBank, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
+import { ACCESS_KEY, FakeBlooBank, fakeApiVars, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
 import { consoleClock, SESSION_TTL_MS } from "../../src/console/session";
 import { getConfig } from "../../src/env";
 import type { QueueMessage } from "../../src/queue/messages";
@@ -414,66 +414,50 @@ describe("no secret on any console page", () => {
 });
 
 describe("Check with BlooBank", () => {
+	let fake: FakeBlooBank;
+	beforeEach(() => {
+		fake = new FakeBlooBank();
+		vi.spyOn(globalThis, "fetch").mockImplementation(fake.fetch);
+	});
+	afterEach(() => vi.restoreAllMocks());
+	const apiHarness = () => harness({ ADMIN_TOKEN: TOKEN, ...fakeApiVars() });
+
 	it("the resource page's button fetches the order from BlooBank and queues it for the one writer", async () => {
-		const fake = new FakeBlooBank();
-		const spy = vi.spyOn(globalThis, "fetch").mockImplementation(fake.fetch);
-		try {
-			const h = harness({
-				ADMIN_TOKEN: TOKEN,
-				BLOOBANK_API_BASE_URL: BASE_URL,
-				BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-				BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-				BLOOBANK_WALLETS: "w1",
-			});
-			await consume(h, [await ingest(h, "chk-1", { id: "ord_chk", ordVersion: 1, status: "PENDING", amount: 70 })]);
-			fake.seed(1, () => ({ id: "ord_chk", ordVersion: 3, status: "SUCCESS", amount: 70 }));
-			const cookie = await session(h);
-			const resourcePath = "/console/resources/bloobank/payment_order/ord_chk?wallet=w1";
-			const { html } = await page(h, resourcePath, cookie);
-			expect(html).toContain("Check with BlooBank");
-			const action = /action="([^"]*\/check[^"]*)"/.exec(html)?.[1]?.replace(/&amp;/g, "&");
-			if (!action) throw new Error("no check form");
-			const res = await post(h, action, cookie, { csrf: csrfOf(html) });
-			expect(res.status).toBe(303);
-			expect(res.headers.get("location")).toContain("done=checked");
-			const queued = h.events.sent.at(-1) as QueueMessage;
-			expect(queued).toMatchObject({ kind: "snapshot", resource: { id: "ord_chk", version: 3, status: "SUCCESS" } });
-			await consume(h, [queued]);
-			expect(await rows("SELECT version, status FROM resources")).toEqual([{ version: 3, status: "SUCCESS" }]);
-			// Without its CSRF token the same POST changes nothing.
-			expect((await post(h, action, cookie, {})).status).toBe(403);
-		} finally {
-			spy.mockRestore();
-		}
+		const h = apiHarness();
+		await consume(h, [await ingest(h, "chk-1", { id: "ord_chk", ordVersion: 1, status: "PENDING", amount: 70 })]);
+		fake.seed(1, () => ({ id: "ord_chk", ordVersion: 3, status: "SUCCESS", amount: 70 }));
+		const cookie = await session(h);
+		const resourcePath = "/console/resources/bloobank/payment_order/ord_chk?wallet=w1";
+		const { html } = await page(h, resourcePath, cookie);
+		expect(html).toContain("Check with BlooBank");
+		const action = /action="([^"]*\/check[^"]*)"/.exec(html)?.[1]?.replace(/&amp;/g, "&");
+		if (!action) throw new Error("no check form");
+		const res = await post(h, action, cookie, { csrf: csrfOf(html) });
+		expect(res.status).toBe(303);
+		expect(res.headers.get("location")).toContain("done=checked");
+		const queued = h.events.sent.at(-1) as QueueMessage;
+		expect(queued).toMatchObject({ kind: "snapshot", resource: { id: "ord_chk", version: 3, status: "SUCCESS" } });
+		await consume(h, [queued]);
+		expect(await rows("SELECT version, status FROM resources")).toEqual([{ version: 3, status: "SUCCESS" }]);
+		// Without its CSRF token the same POST changes nothing.
+		expect((await post(h, action, cookie, {})).status).toBe(403);
 	});
 
 	it("a check posted for a sender or type no API serves asks no API and queues nothing", async () => {
-		const fake = new FakeBlooBank();
-		const spy = vi.spyOn(globalThis, "fetch").mockImplementation(fake.fetch);
-		try {
-			const h = harness({
-				ADMIN_TOKEN: TOKEN,
-				BLOOBANK_API_BASE_URL: BASE_URL,
-				BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-				BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-				BLOOBANK_WALLETS: "w1",
-			});
-			fake.seed(1, () => ({ id: "p-1" }));
-			const cookie = await session(h);
-			const { html } = await page(h, "/console/resources", cookie);
-			for (const action of [
-				"/console/resources/pazy/payment/p-1/check?wallet=w1",
-				"/console/resources/bloobank/payment/p-1/check?wallet=w1",
-			]) {
-				const res = await post(h, action, cookie, { csrf: csrfOf(html) });
-				expect(res.status, action).toBe(303);
-				expect(res.headers.get("location"), action).toContain("done=check_not_found");
-			}
-			expect(fake.requests).toEqual([]);
-			expect(h.events.sent).toEqual([]);
-		} finally {
-			spy.mockRestore();
+		const h = apiHarness();
+		fake.seed(1, () => ({ id: "p-1" }));
+		const cookie = await session(h);
+		const { html } = await page(h, "/console/resources", cookie);
+		for (const action of [
+			"/console/resources/pazy/payment/p-1/check?wallet=w1",
+			"/console/resources/bloobank/payment/p-1/check?wallet=w1",
+		]) {
+			const res = await post(h, action, cookie, { csrf: csrfOf(html) });
+			expect(res.status, action).toBe(303);
+			expect(res.headers.get("location"), action).toContain("done=check_not_found");
 		}
+		expect(fake.requests).toEqual([]);
+		expect(h.events.sent).toEqual([]);
 	});
 });
 
