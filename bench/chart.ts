@@ -100,7 +100,7 @@ export function ingressSvg(rows: IngressRow[], note = ""): string {
 	);
 	return frame(
 		"Ingress: requests per second (higher is better)",
-		`new signed ${BENCH_SENDER.name} deliveries, local workerd${note ? `; ${note}` : ""}`,
+		`new signed ${BENCH_SENDER.label} deliveries, local workerd${note ? `; ${note}` : ""}`,
 		body,
 		top,
 		"requests / s",

@@ -180,7 +180,7 @@ export async function benchIngress() {
 				`  [${++step}/${LEVELS.length * 4}] ${label} (${Math.round((performance.now() - started) / 1000)} s of about ${Math.ceil(expectedS)} s)\n`,
 			);
 		console.log(
-			`ingress benchmark (${BENCH_SENDER.name} deliveries, all new; each Worker's queue consumer runs in the same process)`,
+			`ingress benchmark (${BENCH_SENDER.label} deliveries, all new; each Worker's queue consumer runs in the same process)`,
 		);
 		console.log("  conc  worker                     rps     p50     p95     p99  vs no-op: rps, p50 added (ms)");
 		const rowsNew = { rows: 0, deliveries: 0 };
