@@ -7,7 +7,7 @@ import type { Env, EnvVar } from "./bindings";
 import { type Config, ConfigError, list, optional, outboundUrl, positiveInt, type WebhookConfig } from "./config";
 import { MAX_SHARDS, type Shards, shardsFrom } from "./db/shards";
 import { type Cidr, parseCidr } from "./ingress/cidr";
-import { PROVIDER_VARIABLES, providers, reconciledProvider } from "./providers";
+import { PROVIDER_VARIABLES, providers, reconciledProvider, type UnlistedProviderVariables } from "./providers";
 import type { ProviderName, ProviderVariable } from "./providers/model";
 import type { Provider, ProviderApi } from "./providers/types";
 import type { Result } from "./result";
@@ -37,8 +37,11 @@ export const ENV_VAR_NAMES: readonly ((typeof RECEIVER_VARIABLES)[number] | Prov
 	...PROVIDER_VARIABLES,
 ];
 
-/** never while ENV_VAR_NAMES lists every string variable of Env. */
-export type UnlistedEnvVars = Exclude<EnvVar, (typeof ENV_VAR_NAMES)[number]>;
+/**
+ * never while ENV_VAR_NAMES lists every string variable of Env: the receiver's, and each sender's
+ * as its `variables` lists them (src/providers/index.ts UnlistedProviderVariables).
+ */
+export type UnlistedEnvVars = Exclude<EnvVar, (typeof ENV_VAR_NAMES)[number]> | UnlistedProviderVariables;
 
 /** Bearer and path tokens are guessable below this length (docs/design.md, configuration). */
 export const MIN_TOKEN_LENGTH = 32;

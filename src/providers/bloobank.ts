@@ -302,7 +302,7 @@ export const blooBankApi: ProviderApi<BlooBankCredentials, BlooBankSettings, "bl
 	refreshAfterMs: (settings) => settings.refreshAfterSeconds * 1000,
 };
 
-export const bloobank: Provider<BlooBankSettings, "bloobank"> = {
+export const bloobank = {
 	name: "bloobank",
 	label: "BlooBank",
 	secretsVariable: "BLOOBANK_WEBHOOK_SECRETS",
@@ -365,4 +365,4 @@ export const bloobank: Provider<BlooBankSettings, "bloobank"> = {
 		expected: (s) => ({ type: "payment_order", version: s.version }),
 	},
 	api: blooBankApi,
-};
+} satisfies Provider<BlooBankSettings, "bloobank">;

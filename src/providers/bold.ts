@@ -110,7 +110,7 @@ export function parseBold(body: string, headers: Headers, settings: BoldSettings
 	};
 }
 
-export const bold: Provider<BoldSettings, "bold"> = {
+export const bold = {
 	name: "bold",
 	label: "Bold",
 	secretsVariable: "BOLD_WEBHOOK_SECRETS",
@@ -143,4 +143,4 @@ export const bold: Provider<BoldSettings, "bold"> = {
 			}),
 		expected: (s) => ({ type: "payment", version: s.at }),
 	},
-};
+} satisfies Provider<BoldSettings, "bold">;

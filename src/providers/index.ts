@@ -6,14 +6,26 @@
 import type { EffectSeed } from "../effects/rules";
 import { bloobank } from "./bloobank";
 import { bold } from "./bold";
-import type { ProviderName, ProviderVariable } from "./model";
+import type { ProviderName, ProviderVariable, ProviderVariables } from "./model";
 import { pazy } from "./pazy";
 import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";
 import type { Provider, ProviderApi, ResourceSnapshot, VerifyResult } from "./types";
 
+const registry = { bloobank, bold, pazy, standard };
+
 /** The one list of senders: its type requires one entry per name the provider files declare. */
-export const providers: { readonly [N in ProviderName]: Provider<unknown, N> } = { bloobank, bold, pazy, standard };
+export const providers: { readonly [N in ProviderName]: Provider<unknown, N> } = registry;
+
+/**
+ * never while each provider's `variables` lists every variable its file declares in
+ * `ProviderVariables` (a declared one left out would escape the `[vars]` check of wrangler.toml).
+ * Needs the provider files to end in `satisfies Provider<...>`, not an annotation, so the list
+ * keeps its literal names. Checked by test/wiring/names.test.ts through env.ts UnlistedEnvVars.
+ */
+export type UnlistedProviderVariables = {
+	[N in ProviderName]: Exclude<ProviderVariables[N], (typeof registry)[N]["variables"][number]>;
+}[ProviderName];
 
 /** The senders' names, in registry order (the first is the tools' and the console's default). */
 export const PROVIDER_NAMES = Object.keys(providers) as ProviderName[];

@@ -83,7 +83,7 @@ export function parsePazy(body: string, headers: Headers): ParseResult {
 	};
 }
 
-export const pazy: Provider<null, "pazy"> = {
+export const pazy = {
 	name: "pazy",
 	label: "Pazy",
 	secretsVariable: "PAZY_WEBHOOK_SECRETS",
@@ -114,4 +114,4 @@ export const pazy: Provider<null, "pazy"> = {
 		},
 		expected: (s) => ({ type: "payment", version: s.at }),
 	},
-};
+} satisfies Provider<null, "pazy">;

@@ -109,7 +109,7 @@ export function standardKey(secret: string): Uint8Array | null {
 	return base64ToBytesLenient(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
 }
 
-export const standard: Provider<null, "standard"> = {
+export const standard = {
 	name: "standard",
 	label: "Standard Webhooks",
 	secretsVariable: "STANDARD_WEBHOOK_SECRETS",
@@ -143,4 +143,4 @@ export const standard: Provider<null, "standard"> = {
 			}),
 		expected: (s) => ({ type: "payment", version: s.at }),
 	},
-};
+} satisfies Provider<null, "standard">;
