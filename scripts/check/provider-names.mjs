@@ -29,11 +29,11 @@ function files(path) {
 	return readdirSync(path).flatMap((name) => files(join(path, name)));
 }
 
-/** The registry's names: the keys of `export const providers ... = { a, b, c }`. */
+/** The registry's names: the keys of `const registry = { a, b, c }` (src/providers/index.ts). */
 export function registeredNames(root) {
 	const index = readFileSync(join(root, "src/providers/index.ts"), "utf8");
-	const m = /export const providers\b[^=]*=\s*\{([^}]*)\}/.exec(index);
-	if (!m) throw new Error("src/providers/index.ts: no `export const providers = { ... }`");
+	const m = /\bconst registry\b[^=]*=\s*\{([^}]*)\}/.exec(index);
+	if (!m) throw new Error("src/providers/index.ts: no `const registry = { ... }`");
 	return m[1]
 		.split(",")
 		.map((s) => s.split(":")[0].trim())

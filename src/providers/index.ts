@@ -12,6 +12,7 @@ import { type VerifyInput, verifySigned } from "./signature";
 import { standard } from "./standard";
 import type { Provider, ProviderApi, ResourceSnapshot, VerifyResult } from "./types";
 
+/** The senders, as their files export them (scripts/check/provider-names.mjs reads these names). */
 const registry = { bloobank, bold, pazy, standard };
 
 /** The one list of senders: its type requires one entry per name the provider files declare. */

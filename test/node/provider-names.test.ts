@@ -22,7 +22,7 @@ function tree(files: Record<string, string>): string {
 }
 
 const REGISTRY = {
-	"src/providers/index.ts": 'import { acme } from "./acme";\nexport const providers: Registry = { acme };\n',
+	"src/providers/index.ts": 'import { acme } from "./acme";\nconst registry = { acme };\n',
 	"src/providers/acme.ts": 'export const acme = { name: "acme", secretsVariable: "ACME_WEBHOOK_SECRETS" };\n',
 	".dev.vars.example": '# ACME_WEBHOOK_SECRETS=""\n',
 };
