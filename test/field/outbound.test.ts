@@ -1,6 +1,6 @@
 /** Outbound calls (the alert target, the provider's API) never follow a redirect, and no URL reaches a log. */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ACCESS_KEY, BASE_URL, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
+import { fakeApiVars } from "../../fixtures/fake-bloobank";
 import { parseConfig, parseReconcileConfig } from "../../src/env";
 import { errorMessage } from "../../src/log";
 import { postAlert } from "../../src/notify";
@@ -23,12 +23,7 @@ describe("outbound fetches never follow redirects", () => {
 	});
 
 	it("the provider API answering 302 fails the request, asked with redirect: manual", async () => {
-		const parsed = parseReconcileConfig({
-			BLOOBANK_API_BASE_URL: BASE_URL,
-			BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-			BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-			BLOOBANK_WALLETS: "w1",
-		} as never);
+		const parsed = parseReconcileConfig(fakeApiVars() as never);
 		if (!parsed.ok) throw new Error(parsed.error);
 		const seen: RequestInit[] = [];
 		const client = new ApiClient(parsed.config, {

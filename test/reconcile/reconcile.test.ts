@@ -7,7 +7,7 @@ import {
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
+import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, fakeApiVars } from "../../fixtures/fake-bloobank";
 import { DAILY_RECONCILE_CRON } from "../../src/cron";
 import { getShards, parseReconcileConfig } from "../../src/env";
 import worker from "../../src/index";
@@ -29,13 +29,7 @@ import { MAX_PAGES_PER_INVOCATION, MAX_RETRIES, pagesPerInvocation } from "../..
 import { consume, ingest } from "../support/apply";
 import { type Harness, harness, resetDb, rows } from "../support/worker";
 
-const RECONCILE_VARS = {
-	BLOOBANK_API_BASE_URL: BASE_URL,
-	BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-	BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-	BLOOBANK_WALLETS: "w1",
-	RECONCILE_LOOKBACK_HOURS: "6",
-};
+const RECONCILE_VARS = { ...fakeApiVars(), RECONCILE_LOOKBACK_HOURS: "6" };
 
 let fake: FakeBlooBank;
 beforeEach(async () => {

@@ -4,7 +4,7 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ACCESS_KEY, BASE_URL, errorBody, FakeBlooBank, PRIVATE_KEY_HEX } from "../../fixtures/fake-bloobank";
+import { errorBody, FakeBlooBank, fakeApiVars } from "../../fixtures/fake-bloobank";
 import { globalId } from "../../src/db/shards";
 import { getShards } from "../../src/env";
 import type { DeliveryMessage, QueueMessage } from "../../src/queue/messages";
@@ -13,13 +13,7 @@ import { orderEvent, orderShard, signedRequest } from "../support/bloobank";
 import { call, type Harness, harness, resetDb, rows, rowsPerShard } from "../support/worker";
 
 const ADMIN = "refresh-test-admin-token-0123456789abcdef";
-const API = {
-	BLOOBANK_API_BASE_URL: BASE_URL,
-	BLOOBANK_ACCESS_KEY: ACCESS_KEY,
-	BLOOBANK_PRIVATE_KEY: PRIVATE_KEY_HEX,
-	BLOOBANK_WALLETS: "w1",
-	ADMIN_TOKEN: ADMIN,
-};
+const API = { ...fakeApiVars(), ADMIN_TOKEN: ADMIN };
 
 let fake: FakeBlooBank;
 beforeEach(async () => {
