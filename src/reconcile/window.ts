@@ -92,9 +92,10 @@ async function drifted(
 	for (const i of items) {
 		const wallet = i.wallet ?? "";
 		const shard = shardOfResource(shards, { provider, type, wallet, id: i.id });
-		const group = groups.get(`${shard.index}\n${wallet}`) ?? { shard, wallet, ids: [] };
+		const at = `${shard.index}\n${wallet}`;
+		const group = groups.get(at) ?? { shard, wallet, ids: [] };
 		group.ids.push(i.id);
-		groups.set(`${shard.index}\n${wallet}`, group);
+		groups.set(at, group);
 	}
 	const found = await Promise.all(
 		[...groups.values()].map(async (g) =>
